@@ -1,0 +1,51 @@
+"""The one factory that wires settings, engine, store, index, key and clock into a :class:`Ledger`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from api.settings import Settings
+from ledger import clock as _clock
+from ledger import receipts
+from ledger.search_index import SearchIndex
+from ledger.service import Ledger, LedgerConfig
+from ledger.storage import SqlEventStore, make_engine
+
+
+@dataclass(frozen=True)
+class InitReport:
+    """What ``init`` did."""
+
+    database_url: str
+    key_path: str
+    key_created: bool
+    ledger_created: bool
+
+
+def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) -> Ledger:
+    store = SqlEventStore(make_engine(settings.db_url), clock=clock)
+    return Ledger(store=store, index=SearchIndex(store), key=key,
+                  config=LedgerConfig(token_ttl=settings.token_ttl), clock=clock)
+
+
+def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
+    """Open an initialised ledger (raises NotInitialised when the key is missing)."""
+    return _build(settings, receipts.load_key(settings.key_path), clock)
+
+
+def initialise(settings: Settings, clock: _clock.Clock = _clock.now) -> tuple[Ledger, InitReport]:
+    """Create the key (outside the events table) and the schema if missing; safe to run again."""
+    key, key_created = receipts.create_key(settings.key_path)
+    ledger = _build(settings, key, clock)
+    created = ledger.initialise()
+    return ledger, InitReport(settings.db_url, str(settings.key_path), key_created, created)
+
+
+def redact(url: str) -> str:
+    """Hide a password in a database URL for display."""
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
+    return url

@@ -1,0 +1,156 @@
+"""MCP adapter: tools and prompts that translate calls into service commands and render the results.
+
+Identity comes from the transport, never from a tool argument: stdio and in-memory servers are built for one
+agent (``--agent``) and open a default session for it at start; over HTTP the agent comes from the API key
+(or the configured local agent when no keys exist) and ``session_id`` is required.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import ConfigDict
+
+from api.auth import agent_from_headers
+from ledger import gate
+from ledger.errors import LedgerError, StoreUnavailable
+from ledger.results import AssertResult, RememberResult, SearchResult, SessionInfo, StampVerification
+from ledger.service import Actor, Ledger
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Compliance Ledger: every action you take here is recorded in a hash-chained audit log. "
+    "Search memory with memory_search before you finish a task, then call assert_compliance to obtain the "
+    "Compliance Stamp and end your response with it. " + gate.GROUNDING_INSTRUCTION
+)
+_SESSION_HELP = "call clock_in first and pass the session_id it returns"
+
+
+def _ledger_call(fn: Callable[[], T]) -> T:
+    """Run a service call, turning the ledger's errors into tool errors that say what to send instead."""
+    try:
+        return fn()
+    except LedgerError as exc:
+        raise ToolError(f"{exc.message}. {exc.hint}".strip() if exc.hint else exc.message) from exc
+
+
+def _forbid_unknown_arguments(server: MCPServer) -> None:
+    """Make every tool reject arguments it does not declare (the SDK ignores them by default)."""
+    for tool in server._tool_manager.list_tools():
+        base = tool.fn_metadata.arg_model
+        strict = type(base.__name__, (base,), {
+            "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"}),
+            "__module__": base.__module__,
+        })
+        tool.fn_metadata.arg_model = strict
+        tool.parameters["additionalProperties"] = False
+
+
+def build_mcp(
+    ledger: Ledger,
+    *,
+    agent: str | None = None,
+    default_role: str = "agent",
+    open_default_session: bool = False,
+    fallback_agent: str = "local",
+) -> MCPServer:
+    """Build the MCP server.
+
+    With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
+    a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
+    from each request's API key.
+    """
+    default: dict[str, str | None] = {"session_id": None}
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        if open_default_session and agent:
+            info = _ledger_call(lambda: ledger.clock_in(Actor(agent, "mcp"), default_role))
+            default["session_id"] = info.session_id
+        try:
+            yield {}
+        finally:
+            sid = default["session_id"]
+            if sid and agent:
+                default["session_id"] = None
+                try:
+                    ledger.clock_out(Actor(agent, "mcp"), sid)
+                except LedgerError:
+                    pass  # the session may already be clocked out by the agent itself
+
+    mcp = MCPServer("compliance-ledger", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    def actor(ctx: Context) -> Actor:
+        if agent:
+            return Actor(agent, "mcp")
+        headers: Mapping[str, str] = ctx.headers or {}
+        return Actor(_ledger_call(lambda: agent_from_headers(ledger, headers, fallback_agent)), "mcp")
+
+    def session_of(session_id: str | None) -> str:
+        sid = session_id or default["session_id"]
+        if not sid:
+            raise ToolError(f"session_id is required: {_SESSION_HELP}")
+        return sid
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def clock_in(ctx: Context, role: str, working_dir: str | None = None, focus: str | None = None) -> SessionInfo:
+        """Open a ledger session for your work; pass its session_id to the other tools."""
+        who = actor(ctx)
+        return _ledger_call(lambda: ledger.clock_in(who, role, working_dir, focus))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def clock_out(ctx: Context, session_id: str | None = None) -> SessionInfo:
+        """Close a session; it accepts no further actions."""
+        who, sid = actor(ctx), session_of(session_id)
+        return _ledger_call(lambda: ledger.clock_out(who, sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    def memory_remember(
+        ctx: Context, content: str, tags: list[str] | None = None, session_id: str | None = None
+    ) -> RememberResult:
+        """Store a memory block. Content that normalises to an existing block is rejected as a duplicate."""
+        who, sid = actor(ctx), session_of(session_id)
+        return _ledger_call(lambda: ledger.remember(who, content, tags or [], sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def memory_search(ctx: Context, query: str, session_id: str | None = None, limit: int = 10) -> SearchResult:
+        """Search memory (BM25-ranked). Each search issues your session's one-time compliance token."""
+        who, sid = actor(ctx), session_of(session_id)
+        return _ledger_call(lambda: ledger.search(who, sid, query, limit))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def assert_compliance(ctx: Context, session_id: str | None = None) -> AssertResult:
+        """Request the Compliance Stamp. PASS only after a memory_search on this session; each search earns one."""
+        who, sid = actor(ctx), session_of(session_id)
+        try:
+            return _ledger_call(lambda: ledger.assert_compliance(who, sid))
+        except ToolError as exc:
+            if isinstance(exc.__cause__, StoreUnavailable):
+                raise ToolError(f"{gate.MSG_STORE_DOWN} ({exc.__cause__.message})") from exc
+            raise
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def verify_stamp(receipt: str) -> StampVerification:
+        """Check a stamp receipt: is it genuine, and which ledger event does it point at?"""
+        return _ledger_call(lambda: ledger.verify_stamp(receipt))
+
+    @mcp.prompt()
+    def compliance_grounding() -> str:
+        """The grounding instruction: end every response with a stamp obtained from assert_compliance."""
+        return (
+            f"{gate.GROUNDING_INSTRUCTION}\n\n"
+            "1. Before you finish, call `memory_search` with what your task is about.\n"
+            "2. Call `assert_compliance`. If it answers FAIL (⛔ GATE CLOSED), do what it says and call it again.\n"
+            "3. End your response with the exact `stamp` text it returned on PASS. Never write a stamp yourself: "
+            "every stamp carries a receipt that `verify_stamp` checks against the ledger."
+        )
+
+    _forbid_unknown_arguments(mcp)
+    return mcp
+

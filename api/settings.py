@@ -1,0 +1,42 @@
+"""Settings from the environment (``LEDGER_*``) and command-line options; no side effects at import."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "compliance-ledger"
+
+
+class Settings(BaseSettings):
+    """Where the ledger lives and how it behaves. Every field can be set as ``LEDGER_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="LEDGER_", extra="ignore")
+
+    home: Path = Field(default_factory=default_home, description="directory for the default database and key")
+    database_url: str | None = Field(None, description="sqlite:///PATH or postgresql://...; default HOME/ledger.db")
+    key_file: Path | None = Field(None, description="receipt signing key; default HOME/receipt.key")
+    token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=1, le=65535)
+    allowed_hosts: list[str] = Field(default_factory=list, description="extra Host headers accepted over HTTP")
+    agent: str = Field("local", description="agent name for HTTP calls when no API keys exist")
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.home / 'ledger.db').expanduser()}"
+
+    @property
+    def key_path(self) -> Path:
+        return (self.key_file or self.home / "receipt.key").expanduser()
+
+    @property
+    def token_ttl(self) -> _dt.timedelta | None:
+        return _dt.timedelta(minutes=self.token_ttl_minutes) if self.token_ttl_minutes else None

@@ -1,0 +1,80 @@
+"""The ledger's own errors. Adapters map them to MCP tool errors, HTTP statuses and CLI exit codes."""
+
+
+class LedgerError(Exception):
+    """Base class: a machine-readable ``code``, a message for people and a ``hint`` saying what to do."""
+
+    code = "ledger_error"
+    status = 500
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}".strip()
+
+
+class InvalidInput(LedgerError):
+    """The caller sent something malformed or out of bounds; nothing was recorded."""
+
+    code = "invalid_input"
+    status = 422
+
+
+class NotFound(LedgerError):
+    """The named thing (session, event, ...) is not in the ledger."""
+
+    code = "not_found"
+    status = 404
+
+
+class Forbidden(LedgerError):
+    """The caller may not act on the named thing (e.g. another agent's session)."""
+
+    code = "forbidden"
+    status = 403
+
+
+class Unauthorized(LedgerError):
+    """No credential, or a credential the ledger does not know."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class Conflict(LedgerError):
+    """The request is well formed but contradicts the ledger's state (e.g. a closed session)."""
+
+    code = "conflict"
+    status = 409
+
+
+class ConcurrencyError(Conflict):
+    """Another writer appended to the stream first: ``expected_version`` no longer holds."""
+
+    code = "concurrency_conflict"
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, not the expected {expected}",
+            "re-load the stream, decide again and retry",
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class StoreUnavailable(LedgerError):
+    """The event store cannot be reached; every gate stays closed."""
+
+    code = "store_unavailable"
+    status = 503
+
+
+class NotInitialised(LedgerError):
+    """The database has no ledger schema or the receipt key is missing."""
+
+    code = "not_initialised"
+    status = 503

@@ -1,0 +1,206 @@
+"""The event vocabulary: explicit, frozen, past-tense facts with stable type names and versioned payloads.
+
+Each event class names what happened. ``type_name`` is the stable name stored in the ``events`` table (never a
+module path) and ``schema_version`` the payload version. Payloads stored under an older version are upcast on
+read by the chained functions in ``UPCASTERS``. This module imports nothing of the project but the canonical
+timestamp format.
+"""
+
+import datetime as _dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer
+
+from ledger.canonical import format_ts
+
+
+def _aware_utc(moment: _dt.datetime) -> _dt.datetime:
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must carry a UTC offset")
+    return moment.astimezone(_dt.UTC)
+
+
+Timestamp = Annotated[_dt.datetime, AfterValidator(_aware_utc), PlainSerializer(format_ts, when_used="json")]
+
+
+class DomainEvent(BaseModel):
+    """Base of every fact in the ledger."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type_name: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+
+
+# --- ledger -----------------------------------------------------------------------------------------------
+
+
+class LedgerInitialised(DomainEvent):
+    """The ledger was initialised and bound to the receipt key with this fingerprint."""
+
+    type_name: ClassVar[str] = "LedgerInitialised"
+    receipt_key_id: str
+
+
+class ApiKeyIssued(DomainEvent):
+    """An API key was issued to an agent; only the key's SHA-256 is recorded."""
+
+    type_name: ClassVar[str] = "ApiKeyIssued"
+    key_id: str
+    agent: str
+    key_sha256: str
+
+
+# --- sessions ---------------------------------------------------------------------------------------------
+
+
+class SessionStarted(DomainEvent):
+    """An agent clocked in and opened a ledger session."""
+
+    type_name: ClassVar[str] = "SessionStarted"
+    session_id: str
+    agent: str
+    role: str
+    working_dir: str | None = None
+    focus: str | None = None
+
+
+class SessionEnded(DomainEvent):
+    """The session's agent clocked out; the session accepts no further actions."""
+
+    type_name: ClassVar[str] = "SessionEnded"
+    session_id: str
+    reason: str = "clock_out"
+
+
+# --- memory -----------------------------------------------------------------------------------------------
+
+
+class MemoryRemembered(DomainEvent):
+    """A new memory block was stored (v2: ``tags`` is a list; v1 stored one comma-separated string)."""
+
+    type_name: ClassVar[str] = "MemoryRemembered"
+    schema_version: ClassVar[int] = 2
+    block_id: str
+    content: str
+    tags: list[str]
+    session_id: str | None = None
+
+
+class MemoryDuplicateRejected(DomainEvent):
+    """A remember request was rejected because a block with the same normalised content exists."""
+
+    type_name: ClassVar[str] = "MemoryDuplicateRejected"
+    block_id: str
+    session_id: str | None = None
+
+
+class MemorySearched(DomainEvent):
+    """A session searched memory; this issues the session's one-time compliance token."""
+
+    type_name: ClassVar[str] = "MemorySearched"
+    session_id: str
+    query: str
+    limit: int
+    result_ids: list[str]
+    count: int
+    token_expires_at: Timestamp | None = None
+
+
+# --- the compliance gate ----------------------------------------------------------------------------------
+
+
+class ComplianceStamped(DomainEvent):
+    """The gate passed: the session's token (issued by the search at ``search_position``) was consumed."""
+
+    type_name: ClassVar[str] = "ComplianceStamped"
+    session_id: str
+    search_position: int
+    count: int
+    stamp: str
+
+
+RefusalReason = Literal["no_search", "token_consumed", "token_expired", "anchor_required"]
+
+
+class ComplianceRefused(DomainEvent):
+    """The gate refused a stamp request and told the agent what to do."""
+
+    type_name: ClassVar[str] = "ComplianceRefused"
+    session_id: str
+    reason: RefusalReason
+    message: str
+
+
+VOCABULARY: tuple[type[DomainEvent], ...] = (
+    LedgerInitialised,
+    ApiKeyIssued,
+    SessionStarted,
+    SessionEnded,
+    MemoryRemembered,
+    MemoryDuplicateRejected,
+    MemorySearched,
+    ComplianceStamped,
+    ComplianceRefused,
+)
+EVENT_TYPES: dict[str, type[DomainEvent]] = {cls.type_name: cls for cls in VOCABULARY}
+
+
+# --- upcasting --------------------------------------------------------------------------------------------
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _memory_remembered_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    raw = data.get("tags") or ""
+    tags = [t.strip() for t in raw.split(",") if t.strip()] if isinstance(raw, str) else list(raw)
+    return {**data, "tags": tags}
+
+
+# (type name, stored version) -> function that lifts the payload to version + 1.
+UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
+    ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
+}
+
+
+class UnknownEventType(ValueError):
+    """A stored event names a type this code does not know."""
+
+
+def to_payload(event: DomainEvent) -> dict[str, Any]:
+    """Return the JSON-ready payload of ``event`` at its current schema version."""
+    return event.model_dump(mode="json")
+
+
+def from_payload(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:
+    """Upcast a stored payload to the current version of its type and validate it."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is None:
+        raise UnknownEventType(f"unknown event type {type_name!r}")
+    version = schema_version
+    while version < cls.schema_version:
+        data = UPCASTERS[(type_name, version)](data)
+        version += 1
+    if version != cls.schema_version:
+        raise UnknownEventType(f"{type_name} v{schema_version} is newer than this code (v{cls.schema_version})")
+    return cls.model_validate(data)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """A typed event as the ledger recorded it: where, when, by whom, and its chain hash."""
+
+    position: int
+    stream: str
+    version: int
+    recorded_at: _dt.datetime
+    meta: Mapping[str, Any]
+    event: DomainEvent
+    hash: str
+
+    @property
+    def agent(self) -> str | None:
+        """The agent the event was recorded for, from the credential (never from a tool argument)."""
+        value = self.meta.get("agent")
+        return value if isinstance(value, str) else None

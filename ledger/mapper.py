@@ -1,0 +1,31 @@
+"""The one mapper between typed events and stored records (STYLE 3: the event is not its database row)."""
+
+import json
+from typing import Any
+
+from ledger.canonical import canonical_json, parse_ts
+from ledger.chain import StoredRecord
+from ledger.events import DomainEvent, RecordedEvent, from_payload, to_payload
+
+
+def encode(event: DomainEvent) -> tuple[str, int, str]:
+    """Return ``(type, schema_version, canonical data JSON)`` for a typed event."""
+    return event.type_name, event.schema_version, canonical_json(to_payload(event))
+
+
+def encode_meta(meta: dict[str, Any]) -> str:
+    """Canonical JSON of an event's metadata (actor, session, source, correlation ids)."""
+    return canonical_json(meta)
+
+
+def decode(record: StoredRecord) -> RecordedEvent:
+    """Turn a stored record back into a typed event, upcasting old payload versions."""
+    return RecordedEvent(
+        position=record.position,
+        stream=record.stream,
+        version=record.version,
+        recorded_at=parse_ts(record.recorded_at),
+        meta=json.loads(record.meta_json),
+        event=from_payload(record.type, record.schema_version, json.loads(record.data_json)),
+        hash=record.hash,
+    )

@@ -1,0 +1,83 @@
+"""Memory decisions: input limits, content normalisation, block identity and duplicate rejection."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from ledger.errors import InvalidInput
+from ledger.events import DomainEvent, MemoryDuplicateRejected, MemoryRemembered
+
+MAX_CONTENT_CHARS = 10_000
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
+MAX_QUERY_CHARS = 1_000
+MAX_LIMIT = 100
+_TAG = re.compile(r"^[a-z0-9][a-z0-9_\-./]*$")
+
+
+def normalise(content: str) -> str:
+    """Unicode NFC, whitespace collapsed, case folded: two texts that normalise alike are duplicates."""
+    return " ".join(unicodedata.normalize("NFC", content).split()).casefold()
+
+
+def block_id_for(content: str) -> str:
+    """A block's id is derived from its normalised content, so a duplicate lands on the same stream."""
+    return "blk_" + hashlib.sha256(normalise(content).encode("utf-8")).hexdigest()[:24]
+
+
+def stream_for(block_id: str) -> str:
+    return f"block:{block_id}"
+
+
+def check_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content is empty", "send the memory as a non-empty text")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}",
+            "split it into smaller memories",
+        )
+    return content.strip()
+
+
+def check_tags(tags: list[str] | None) -> list[str]:
+    tags = tags or []
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"{len(tags)} tags; the limit is {MAX_TAGS}", "send fewer tags")
+    clean: list[str] = []
+    for tag in tags:
+        t = tag.strip().lower() if isinstance(tag, str) else ""
+        if not t or len(t) > MAX_TAG_CHARS or not _TAG.match(t):
+            raise InvalidInput(
+                f"tag {tag!r} is not valid",
+                f"tags are lower-case letters, digits, '_', '-', '.', '/' (at most {MAX_TAG_CHARS}), "
+                "e.g. 'project/db'",
+            )
+        if t not in clean:
+            clean.append(t)
+    return clean
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query is empty", "send what you are looking for, e.g. 'database migrations'")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"query is longer than {MAX_QUERY_CHARS} characters", "send a shorter query")
+    return query.strip()
+
+
+def check_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit {limit!r} is out of range", f"send a limit from 1 to {MAX_LIMIT}")
+    return limit
+
+
+def decide_remember(
+    *, stream_version: int, block_id: str, content: str, tags: list[str], session_id: str | None
+) -> DomainEvent:
+    """A new block if none has this normalised content yet, else a recorded rejection."""
+    if stream_version == 0:
+        return MemoryRemembered(block_id=block_id, content=content, tags=tags, session_id=session_id)
+    return MemoryDuplicateRejected(block_id=block_id, session_id=session_id)

@@ -1,0 +1,138 @@
+"""What the service returns. MCP renders these as structured content and REST as JSON, unchanged."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from projections.compliance import AgentCompliance
+from projections.sessions import SessionView, TokenStatus
+
+
+class SessionInfo(BaseModel):
+    """A session as clock_in / clock_out report it."""
+
+    session_id: str
+    agent: str
+    role: str
+    started_at: _dt.datetime
+    working_dir: str | None = None
+    focus: str | None = None
+    ended_at: _dt.datetime | None = None
+
+    @classmethod
+    def of(cls, v: SessionView) -> SessionInfo:
+        return cls(
+            session_id=v.session_id, agent=v.agent, role=v.role, started_at=v.started_at,
+            working_dir=v.working_dir, focus=v.focus, ended_at=v.ended_at,
+        )
+
+
+class TokenState(BaseModel):
+    """The session's compliance token as of a moment."""
+
+    status: TokenStatus
+    search_position: int | None = None
+    issued_at: _dt.datetime | None = None
+    expires_at: _dt.datetime | None = None
+    query: str | None = None
+    count: int | None = None
+    result_ids: list[str] = Field(default_factory=list)
+
+
+class SessionState(SessionInfo):
+    """A session with its token and counters, as of a position or time."""
+
+    token: TokenState
+    searches: int
+    stamps: int
+    refusals: int
+    as_of: _dt.datetime
+    position: int
+
+    @classmethod
+    def at(cls, v: SessionView, moment: _dt.datetime, position: int) -> SessionState:
+        t = v.token
+        token = TokenState(status=v.token_status(moment))
+        if t is not None:
+            token = TokenState(
+                status=t.status_at(moment), search_position=t.search_position, issued_at=t.issued_at,
+                expires_at=t.expires_at, query=t.query, count=t.count, result_ids=list(t.result_ids),
+            )
+        return cls(
+            **SessionInfo.of(v).model_dump(), token=token, searches=v.searches, stamps=v.stamps,
+            refusals=v.refusals, as_of=moment, position=position,
+        )
+
+
+class RememberResult(BaseModel):
+    block_id: str
+    status: Literal["created", "duplicate_rejected"]
+
+
+class SearchHit(BaseModel):
+    block_id: str
+    content: str
+    tags: list[str]
+    score: float
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    count: int
+    session_id: str
+    token_expires_at: _dt.datetime | None = None
+
+
+class AssertResult(BaseModel):
+    """PASS carries the stamp and its receipt; FAIL carries the gate's message."""
+
+    status: Literal["PASS", "FAIL"]
+    session_id: str
+    stamp: str | None = None
+    receipt: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    position: int
+
+
+class StampVerification(BaseModel):
+    valid: bool
+    reason: str
+    position: int | None = None
+    event_hash: str | None = None
+    session_id: str | None = None
+    agent: str | None = None
+    count: int | None = None
+    stamp: str | None = None
+    recorded_at: _dt.datetime | None = None
+
+
+class AgentReport(BaseModel):
+    agent: str
+    searches: int
+    stamp_requests: int
+    passes: int
+    fails: int
+    pass_rate: float | None
+
+    @classmethod
+    def of(cls, a: AgentCompliance) -> AgentReport:
+        return cls(
+            agent=a.agent, searches=a.searches, stamp_requests=a.stamp_requests, passes=a.passes, fails=a.fails,
+            pass_rate=a.pass_rate,
+        )
+
+
+class ComplianceReport(BaseModel):
+    position: int
+    as_of: _dt.datetime | None
+    agents: list[AgentReport]
+
+
+class ApiKeyCreated(BaseModel):
+    key_id: str
+    agent: str
+    api_key: str

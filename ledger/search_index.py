@@ -1,0 +1,164 @@
+"""The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events.
+
+SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
+``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
+same transaction as its updates, so two processes never apply an event twice. Dropping the tables and
+calling :meth:`SearchIndex.rebuild` restores it from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.errors import InvalidInput
+from ledger.events import MemoryRemembered
+from ledger.mapper import decode
+from ledger.storage import SqlEventStore, translate_errors
+
+CHECKPOINT = "memory_search_index"
+# Advisory lock key for index maintenance on PostgreSQL; distinct from the append lock.
+INDEX_LOCK_KEY = 0x6D656D696478
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_DDL = {
+    "sqlite": [
+        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
+        """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='porter unicode61')""",
+    ],
+    "postgresql": [
+        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS memory_index (
+               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
+    ],
+}
+_DROP = {
+    "sqlite": ["DROP TABLE IF EXISTS memory_fts"],
+    "postgresql": ["DROP TABLE IF EXISTS memory_index"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked search result."""
+
+    block_id: str
+    content: str
+    tags: list[str]
+    score: float
+
+
+def query_terms(query: str) -> list[str]:
+    """Split a free-text query into lower-case word terms (no operator syntax reaches the engine)."""
+    return [t.lower() for t in _WORD.findall(query)]
+
+
+class SearchIndex:
+    """Full-text index over memory blocks, maintained by catching up on the event log."""
+
+    def __init__(self, store: SqlEventStore) -> None:
+        self.store = store
+        self.dialect = store.dialect
+
+    def create_schema(self) -> None:
+        with translate_errors(self.dialect), self.store.engine.begin() as conn:
+            for ddl in _DDL[self.dialect]:
+                conn.exec_driver_sql(ddl)
+
+    def drop(self) -> None:
+        """Drop the index and forget its checkpoint (the log is untouched)."""
+        with self.store.write_transaction(INDEX_LOCK_KEY) as cur:
+            for ddl in _DROP[self.dialect]:
+                cur.execute(ddl)
+            cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+
+    def checkpoint(self) -> int:
+        with translate_errors(self.dialect), self.store.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Apply every event after the checkpoint; return how many blocks were indexed."""
+        head, _ = self.store.head()
+        if self.checkpoint() >= head:
+            return 0
+        applied = 0
+        with self.store.write_transaction(INDEX_LOCK_KEY) as cur:
+            cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            row = cur.fetchone()
+            start = int(row[0]) if row else 0
+            for rec in self.store.iter_records(start, head, types=[MemoryRemembered.type_name]):
+                event = decode(rec).event
+                assert isinstance(event, MemoryRemembered)
+                self._insert(cur, event)
+                applied += 1
+                if progress and applied % 1000 == 0:
+                    progress(applied)
+            self._set_checkpoint(cur, head)
+        return applied
+
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop the index and rebuild it from the whole log."""
+        self.drop()
+        self.create_schema()
+        return self.catch_up(progress)
+
+    def _set_checkpoint(self, cur: Any, position: int) -> None:
+        if self.dialect == "sqlite":
+            cur.execute(
+                "INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET position = excluded.position",
+                (CHECKPOINT, position),
+            )
+        else:
+            cur.execute(
+                "INSERT INTO projection_checkpoints (name, position) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+                (CHECKPOINT, position),
+            )
+
+    def _insert(self, cur: Any, event: MemoryRemembered) -> None:
+        tags_text = " ".join(t.replace("/", " ") for t in event.tags)
+        tags_json = json.dumps(event.tags)
+        if self.dialect == "sqlite":
+            cur.execute(
+                "INSERT INTO memory_fts (block_id, content, tags, tags_json) VALUES (?, ?, ?, ?)",
+                (event.block_id, event.content, tags_text, tags_json),
+            )
+        else:
+            cur.execute(
+                "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
+                "VALUES (%s, %s, %s, to_tsvector('english', %s)) ON CONFLICT (block_id) DO NOTHING",
+                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
+            )
+
+    def search(self, query: str, limit: int) -> list[Hit]:
+        """Rank blocks against ``query``: any term may match, better matches first."""
+        terms = query_terms(query)
+        if not terms:
+            raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
+        self.catch_up()
+        with translate_errors(self.dialect), self.store.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                match = " OR ".join(f'"{t}"' for t in terms)
+                rows: Sequence[Any] = conn.exec_driver_sql(
+                    "SELECT block_id, content, tags_json, -bm25(memory_fts) AS score FROM memory_fts "
+                    "WHERE memory_fts MATCH ? ORDER BY score DESC, block_id LIMIT ?",
+                    (match, limit),
+                ).fetchall()
+            else:
+                rows = conn.exec_driver_sql(
+                    "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
+                    "FROM memory_index, to_tsquery('english', %s) AS q WHERE tsv @@ q "
+                    "ORDER BY score DESC, block_id LIMIT %s",
+                    (" | ".join(terms), limit),
+                ).fetchall()
+        return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]

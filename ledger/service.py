@@ -1,0 +1,314 @@
+"""Thin handlers: load the stream(s) a decision needs, fold, decide, append (retrying on a lost race).
+
+Every adapter (MCP, REST, CLI) calls these and nothing else. The caller's identity arrives as an
+:class:`Actor` built by the adapter from a credential, never from a tool argument.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from ledger import clock as _clock
+from ledger import gate, memory, receipts, sessions
+from ledger.chain import StoredRecord
+from ledger.errors import ConcurrencyError, InvalidInput, NotFound, StoreUnavailable
+from ledger.events import ApiKeyIssued, ComplianceStamped, DomainEvent, LedgerInitialised, RecordedEvent
+from ledger.mapper import decode
+from ledger.results import (
+    AgentReport,
+    ApiKeyCreated,
+    AssertResult,
+    ComplianceReport,
+    RememberResult,
+    SearchHit,
+    SearchResult,
+    SessionInfo,
+    SessionState,
+    StampVerification,
+)
+from ledger.search_index import SearchIndex
+from ledger.storage import SqlEventStore, StreamState
+from projections import sessions as session_proj
+from projections.runner import COMPLIANCE, ProjectionRunner
+from projections.sessions import SessionView
+
+Source = Literal["mcp", "rest", "cli"]
+T = TypeVar("T")
+API_KEYS_STREAM = "apikeys"
+LEDGER_STREAM = "ledger"
+MAX_AGENT_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting (from the credential) and through which front end."""
+
+    agent: str
+    source: Source = "cli"
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Behaviour settings of the service (adapters build it from their settings)."""
+
+    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
+    max_conflict_retries: int = 20
+
+
+@dataclass
+class Ledger:
+    """The service: every command of every front end goes through here."""
+
+    store: SqlEventStore
+    index: SearchIndex
+    key: receipts.ReceiptKey
+    config: LedgerConfig = field(default_factory=LedgerConfig)
+    clock: _clock.Clock = _clock.now
+    _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
+
+    # --- plumbing -------------------------------------------------------------------------------------
+
+    def _meta(self, actor: Actor, session_id: str | None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
+        if session_id:
+            meta["session_id"] = session_id
+        if actor.correlation_id:
+            meta["correlation_id"] = actor.correlation_id
+        return meta
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """Run load-decide-append again when another writer won the race for the stream."""
+        for _ in range(self.config.max_conflict_retries):
+            try:
+                return attempt()
+            except ConcurrencyError:
+                continue
+        raise StoreUnavailable("the stream kept changing under this request", "retry the request")
+
+    def _session(self, session_id: str) -> tuple[StreamState, SessionView | None]:
+        state = self.store.load_stream(sessions.stream_for(sessions.check_session_id(session_id)))
+        return state, session_proj.fold(state.events)
+
+    def _open_session(self, actor: Actor, session_id: str) -> tuple[StreamState, SessionView]:
+        state, view = self._session(session_id)
+        return state, sessions.authorise(view, session_id, actor.agent)
+
+    # --- setup ----------------------------------------------------------------------------------------
+
+    def initialise(self) -> bool:
+        """Create the schema and record which receipt key this ledger is bound to. Idempotent."""
+        self.store.create_schema()
+        self.index.create_schema()
+        state = self.store.load_stream(LEDGER_STREAM)
+        if state.version:
+            return False
+        try:
+            self.store.append(LEDGER_STREAM, 0, [LedgerInitialised(receipt_key_id=self.key.key_id)],
+                              {"agent": "system", "source": "cli"})
+        except ConcurrencyError:
+            return False
+        return True
+
+    # --- sessions -------------------------------------------------------------------------------------
+
+    def clock_in(self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
+                 ) -> SessionInfo:
+        check_agent(actor.agent)
+        session_id = sessions.new_session_id()
+        events = sessions.decide_clock_in(
+            session_id=session_id, agent=actor.agent, role=role, working_dir=working_dir, focus=focus
+        )
+        recorded = self.store.append(sessions.stream_for(session_id), 0, events, self._meta(actor, session_id))
+        view = session_proj.fold(recorded)
+        assert view is not None
+        return SessionInfo.of(view)
+
+    def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
+        def attempt() -> SessionInfo:
+            state, view = self._open_session(actor, session_id)
+            recorded = self.store.append(
+                state.stream, state.version, sessions.decide_clock_out(view), self._meta(actor, session_id)
+            )
+            final = session_proj.fold([*state.events, *recorded])
+            assert final is not None
+            return SessionInfo.of(final)
+
+        return self._retrying(attempt)
+
+    def session_state(self, session_id: str, *, as_of: _dt.datetime | None = None,
+                      position: int | None = None) -> SessionState:
+        """The session and its token, now or as of a time or position."""
+        until = self._until(as_of, position)
+        stream = sessions.stream_for(sessions.check_session_id(session_id))
+        view = session_proj.fold(self.store.iter_events(0, until, stream=stream))
+        if view is None:
+            raise NotFound(f"session {session_id} does not exist (at that point)", "check the session id")
+        moment = as_of or self.clock()
+        return SessionState.at(view, moment, until if until is not None else self.store.head()[0])
+
+    # --- memory ---------------------------------------------------------------------------------------
+
+    def remember(self, actor: Actor, content: str, tags: list[str] | None = None,
+                 session_id: str | None = None) -> RememberResult:
+        content = memory.check_content(content)
+        clean_tags = memory.check_tags(tags)
+        block_id = memory.block_id_for(content)
+
+        def attempt() -> RememberResult:
+            if session_id is not None:
+                self._open_session(actor, session_id)
+            state = self.store.load_stream(memory.stream_for(block_id))
+            event = memory.decide_remember(
+                stream_version=state.version, block_id=block_id, content=content, tags=clean_tags,
+                session_id=session_id,
+            )
+            self.store.append(state.stream, state.version, [event], self._meta(actor, session_id))
+            status: Literal["created", "duplicate_rejected"] = (
+                "created" if state.version == 0 else "duplicate_rejected"
+            )
+            return RememberResult(block_id=block_id, status=status)
+
+        return self._retrying(attempt)
+
+    def search(self, actor: Actor, session_id: str, query: str, limit: int = 10) -> SearchResult:
+        """Search memory; the search is recorded and issues the session's compliance token."""
+        query = memory.check_query(query)
+        limit = memory.check_limit(limit)
+
+        def attempt() -> SearchResult:
+            state, view = self._open_session(actor, session_id)
+            hits = self.index.search(query, limit)
+            events = gate.decide_search(
+                view, query=query, limit=limit, result_ids=[h.block_id for h in hits], now=self.clock(),
+                ttl=self.config.token_ttl,
+            )
+            self.store.append(state.stream, state.version, events, self._meta(actor, session_id))
+            return SearchResult(
+                results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
+                count=len(hits), session_id=session_id, token_expires_at=events[0].token_expires_at,  # type: ignore[attr-defined]
+            )
+
+        return self._retrying(attempt)
+
+    # --- the gate -------------------------------------------------------------------------------------
+
+    def assert_compliance(self, actor: Actor, session_id: str) -> AssertResult:
+        """PASS (consuming the token) with a stamp and receipt, or a recorded FAIL with guidance."""
+
+        def attempt() -> AssertResult:
+            state, view = self._open_session(actor, session_id)
+            decision: DomainEvent = gate.decide_assert(view, self.clock())
+            [rec] = self.store.append(state.stream, state.version, [decision], self._meta(actor, session_id))
+            if isinstance(decision, ComplianceStamped):
+                receipt = receipts.sign(
+                    self.key, position=rec.position, hash=rec.hash, session_id=session_id, count=decision.count
+                )
+                return AssertResult(status="PASS", session_id=session_id, stamp=decision.stamp, receipt=receipt,
+                                    position=rec.position)
+            return AssertResult(status="FAIL", session_id=session_id, message=decision.message,  # type: ignore[attr-defined]
+                                reason=decision.reason, position=rec.position)  # type: ignore[attr-defined]
+
+        return self._retrying(attempt)
+
+    def verify_stamp(self, receipt: str) -> StampVerification:
+        """Say whether a receipt is genuine and which ledger event it points at."""
+        if not isinstance(receipt, str) or not receipt.strip():
+            raise InvalidInput("receipt is empty", "send the receipt string that assert_compliance returned")
+        try:
+            claims, signed, signature = receipts.parse(receipt)
+        except InvalidInput as exc:
+            return StampVerification(valid=False, reason=f"not a well-formed receipt: {exc.message}")
+        if claims.key_id != self.key.key_id:
+            return StampVerification(valid=False, reason="signed by a key this ledger does not hold (forged)")
+        if not receipts.signature_is_genuine(self.key, signed, signature):
+            return StampVerification(valid=False, reason="the signature does not match: the receipt is forged "
+                                                          "or was altered")
+        rec = self.store.get(claims.position)
+        return _check_stamp_record(rec, claims)
+
+    # --- reports --------------------------------------------------------------------------------------
+
+    def _until(self, as_of: _dt.datetime | None, position: int | None) -> int | None:
+        if as_of is not None and position is not None:
+            raise InvalidInput("as_of and position were both given", "send one of them, not both")
+        if position is not None:
+            if isinstance(position, bool) or position < 0:
+                raise InvalidInput("position must be 0 or more", "send a log position, e.g. 120")
+            return position
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                raise InvalidInput("as_of has no UTC offset", "send an ISO time such as 2026-01-31T12:00:00Z")
+            return self.store.position_as_of(as_of)
+        return None
+
+    def compliance_report(self, agent: str | None = None, *, as_of: _dt.datetime | None = None,
+                          position: int | None = None) -> ComplianceReport:
+        """Per-agent gate counts, live (tailing the log) or replayed to a time or position."""
+        until = self._until(as_of, position)
+        if until is None:
+            runner = self._reports
+            runner.catch_up(lambda after: self.store.iter_events(after))
+        else:
+            runner = ProjectionRunner([COMPLIANCE])
+            runner.run(self.store.iter_events(0, until))
+        rows = [AgentReport.of(a) for k, a in sorted(runner.state(COMPLIANCE.name).items()) if not agent or k == agent]
+        return ComplianceReport(position=runner.position if until is None else until, as_of=as_of, agents=rows)
+
+    # --- API keys -------------------------------------------------------------------------------------
+
+    def issue_api_key(self, actor: Actor, agent: str) -> ApiKeyCreated:
+        """Create an API key for ``agent``; the ledger records only its SHA-256."""
+        check_agent(agent)
+        plaintext = "clk_" + secrets.token_urlsafe(32)
+        digest = hashlib.sha256(plaintext.encode()).hexdigest()
+        key_id = "key_" + digest[:10]
+
+        def attempt() -> ApiKeyCreated:
+            state = self.store.load_stream(API_KEYS_STREAM)
+            event = ApiKeyIssued(key_id=key_id, agent=agent, key_sha256=digest)
+            self.store.append(API_KEYS_STREAM, state.version, [event], self._meta(actor, None))
+            return ApiKeyCreated(key_id=key_id, agent=agent, api_key=plaintext)
+
+        return self._retrying(attempt)
+
+    def api_keys(self) -> dict[str, str]:
+        """Map of key SHA-256 to agent for every issued key."""
+        out: dict[str, str] = {}
+        for rec in self.store.load_stream(API_KEYS_STREAM).events:
+            if isinstance(rec.event, ApiKeyIssued):
+                out[rec.event.key_sha256] = rec.event.agent
+        return out
+
+    def agent_for_key(self, api_key: str) -> str | None:
+        return self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
+
+
+def check_agent(agent: str) -> str:
+    if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_AGENT_CHARS:
+        raise InvalidInput(f"agent name {agent!r} is not valid", f"use a non-empty name of at most {MAX_AGENT_CHARS}")
+    return agent
+
+
+def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:
+    where = dict(position=claims.position, session_id=claims.session_id, count=claims.count)
+    if rec is None:
+        return StampVerification(valid=False, reason="the ledger has no event at that position", **where)
+    if rec.computed_hash() != rec.hash:
+        return StampVerification(valid=False, reason="the stamp event was altered after it was recorded", **where)
+    if rec.hash != claims.hash:
+        return StampVerification(valid=False, reason="the event at that position is not the one signed", **where)
+    event: RecordedEvent = decode(rec)
+    e = event.event
+    if not isinstance(e, ComplianceStamped) or e.session_id != claims.session_id or e.count != claims.count:
+        return StampVerification(valid=False, reason="the event at that position is not this stamp", **where)
+    return StampVerification(
+        valid=True, reason="genuine: signed by this ledger and matching the recorded stamp event",
+        position=rec.position, event_hash=rec.hash, session_id=e.session_id, agent=event.agent, count=e.count,
+        stamp=e.stamp, recorded_at=event.recorded_at,
+    )

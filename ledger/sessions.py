@@ -1,0 +1,68 @@
+"""Session decisions: clock in, clock out, and who may act on a session."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from ledger.errors import Conflict, Forbidden, InvalidInput, NotFound
+from ledger.events import SessionEnded, SessionStarted
+from projections.sessions import STREAM_PREFIX, SessionView
+
+MAX_ROLE_CHARS = 64
+MAX_FOCUS_CHARS = 500
+MAX_PATH_CHARS = 4096
+_ROLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_SESSION_ID = re.compile(r"^ses_[0-9a-f]{20}$")
+
+
+def stream_for(session_id: str) -> str:
+    return f"{STREAM_PREFIX}{session_id}"
+
+
+def new_session_id() -> str:
+    return "ses_" + secrets.token_hex(10)
+
+
+def check_session_id(session_id: str) -> str:
+    """Reject malformed ids before touching the store."""
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise InvalidInput(
+            f"{session_id!r} is not a session id",
+            "send the session_id that clock_in returned (ses_ followed by 20 hex digits)",
+        )
+    return session_id
+
+
+def decide_clock_in(
+    *, session_id: str, agent: str, role: str, working_dir: str | None, focus: str | None
+) -> list[SessionStarted]:
+    role = (role or "").strip()
+    if not role or len(role) > MAX_ROLE_CHARS or not _ROLE.match(role):
+        raise InvalidInput(
+            f"role {role!r} is not valid",
+            f"send a role name of letters, digits, '_', '.' or '-' (at most {MAX_ROLE_CHARS}), e.g. 'dev'",
+        )
+    if focus is not None and len(focus) > MAX_FOCUS_CHARS:
+        raise InvalidInput(f"focus is longer than {MAX_FOCUS_CHARS} characters", "shorten the focus text")
+    if working_dir is not None and (not working_dir.strip() or len(working_dir) > MAX_PATH_CHARS):
+        raise InvalidInput("working_dir is empty or too long", "send an absolute path, or omit working_dir")
+    return [SessionStarted(session_id=session_id, agent=agent, role=role, working_dir=working_dir, focus=focus)]
+
+
+def authorise(view: SessionView | None, session_id: str, agent: str, *, must_be_open: bool = True) -> SessionView:
+    """Return the session if ``agent`` may act on it; otherwise raise the error that says why."""
+    if view is None:
+        raise NotFound(f"session {session_id} does not exist", "call clock_in and use the session_id it returns")
+    if view.agent != agent:
+        raise Forbidden(
+            f"session {session_id} belongs to another agent",
+            "use a session you opened yourself with clock_in",
+        )
+    if must_be_open and not view.is_open:
+        raise Conflict(f"session {session_id} has been clocked out", "call clock_in to open a new session")
+    return view
+
+
+def decide_clock_out(view: SessionView) -> list[SessionEnded]:
+    return [SessionEnded(session_id=view.session_id)]

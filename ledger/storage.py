@@ -1,0 +1,336 @@
+"""The event store: one append-only, hash-chained ``events`` table on SQLite or PostgreSQL.
+
+SQLModel defines the schema and serves reads; the append hot path uses the driver connection taken from the
+engine's pool (BEGIN IMMEDIATE on SQLite, a transaction-level advisory lock on PostgreSQL), because a single
+hash chain needs a total order anyway and it keeps positions gapless. Driver errors are translated here into
+the ledger's own errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from ledger import clock as _clock
+from ledger.canonical import format_ts
+from ledger.chain import GENESIS_HASH, ChainReport, StoredRecord, record_hash, verify_chain
+from ledger.errors import ConcurrencyError, InvalidInput, LedgerError, NotInitialised, StoreUnavailable
+from ledger.events import DomainEvent, RecordedEvent
+from ledger.mapper import decode, encode, encode_meta
+
+# Key of the PostgreSQL transaction-level advisory lock that serialises appends ("ledger" in ASCII).
+APPEND_LOCK_KEY = 0x6C6564676572
+
+try:  # psycopg is a dependency, but keep the SQLite path importable without it.
+    import psycopg
+
+    _PG_OPERATIONAL: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+    _PG_UNDEFINED_TABLE: tuple[type[BaseException], ...] = (psycopg.errors.UndefinedTable,)
+    _PG_INTEGRITY: tuple[type[BaseException], ...] = (psycopg.IntegrityError,)
+except ImportError:  # pragma: no cover
+    _PG_OPERATIONAL = _PG_UNDEFINED_TABLE = _PG_INTEGRITY = ()
+
+
+class EventRow(SQLModel, table=True):
+    """The ``events`` table. Only this module knows it; everything else sees typed events."""
+
+    __tablename__ = "events"
+    __table_args__ = (sa.UniqueConstraint("stream", "version", name="events_stream_version"),)
+
+    position: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True, autoincrement=False))
+    stream: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    type: str = Field(sa_column=sa.Column(sa.Text, nullable=False, index=True))
+    schema_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    data: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    meta: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    recorded_at: str = Field(sa_column=sa.Column(sa.Text, nullable=False, index=True))
+    prev_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+
+
+_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+
+_TRIGGERS = {
+    "sqlite": [
+        """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END""",
+        """CREATE TRIGGER IF NOT EXISTS events_reject_delete BEFORE DELETE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE rejected'); END""",
+    ],
+    "postgresql": [
+        """CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'events is append-only: % rejected', TG_OP; END $$""",
+        "DROP TRIGGER IF EXISTS events_reject_change ON events",
+        """CREATE TRIGGER events_reject_change BEFORE UPDATE OR DELETE ON events
+           FOR EACH ROW EXECUTE FUNCTION events_reject_change()""",
+        "DROP TRIGGER IF EXISTS events_reject_truncate ON events",
+        """CREATE TRIGGER events_reject_truncate BEFORE TRUNCATE ON events
+           FOR EACH STATEMENT EXECUTE FUNCTION events_reject_change()""",
+    ],
+}
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` / ``postgres://`` URLs and a bare SQLite file path; pick psycopg 3."""
+    if url.startswith(("postgres://", "postgresql://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if "://" not in url:
+        return f"sqlite:///{Path(url).expanduser()}"
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits)."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        database = sa.engine.make_url(url).database
+        if not database or database == ":memory:":
+            raise InvalidInput(
+                "an in-memory SQLite database cannot hold a ledger shared between connections",
+                "give a file path, e.g. sqlite:///./ledger.db",
+            )
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @sa_event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN IMMEDIATE ourselves
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA synchronous=FULL")
+            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+        return engine
+    if url.startswith("postgresql"):
+        return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+    raise InvalidInput(f"unsupported database URL {url!r}", "use sqlite:///PATH or postgresql://USER@HOST/DB")
+
+
+@contextlib.contextmanager
+def translate_errors(dialect: str) -> Iterator[None]:
+    """Re-raise driver and SQLAlchemy errors as the ledger's own (STYLE 7)."""
+    try:
+        yield
+    except LedgerError:
+        raise
+    except sa.exc.SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, BaseException):
+            with translate_errors(dialect):
+                raise orig from exc
+        raise StoreUnavailable(f"event store error: {exc}", "check the database URL and server") from exc
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
+        raise StoreUnavailable(f"SQLite store unavailable: {exc}", "check the database file and disk") from exc
+    except _PG_UNDEFINED_TABLE as exc:
+        raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
+    except _PG_OPERATIONAL as exc:
+        raise StoreUnavailable(
+            f"PostgreSQL store unavailable: {str(exc).strip()}", "check that the server is reachable"
+        ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState:
+    """A stream's events and its current version, loaded for a decision."""
+
+    stream: str
+    version: int
+    events: list[RecordedEvent]
+
+
+class SqlEventStore:
+    """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions."""
+
+    def __init__(self, engine: Engine, clock: _clock.Clock = _clock.now) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._clock = clock
+        self._ph = "?" if self.dialect == "sqlite" else "%s"
+
+    # --- schema ---------------------------------------------------------------------------------------
+
+    def create_schema(self) -> None:
+        """Create the ``events`` table, its indexes and the append-only triggers (idempotent)."""
+        with translate_errors(self.dialect), self.engine.begin() as conn:
+            SQLModel.metadata.create_all(conn, tables=[EventRow.__table__])  # type: ignore[list-item]
+            for ddl in _TRIGGERS[self.dialect]:
+                conn.exec_driver_sql(ddl)
+
+    def is_initialised(self) -> bool:
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            return sa.inspect(conn).has_table("events")
+
+    # --- writing --------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write_transaction(self, lock_key: int = APPEND_LOCK_KEY) -> Iterator[Any]:
+        """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error."""
+        with translate_errors(self.dialect):
+            conn = self.engine.raw_connection()
+            try:
+                cur = conn.cursor()
+                if self.dialect == "sqlite":
+                    cur.execute("BEGIN IMMEDIATE")
+                else:
+                    cur.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+                try:
+                    yield cur
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                conn.close()
+
+    def sql(self, text: str) -> str:
+        """Adapt a statement written with ``?`` placeholders to the driver's paramstyle."""
+        return text if self._ph == "?" else text.replace("?", "%s")
+
+    def append(
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[DomainEvent],
+        meta: dict[str, Any],
+    ) -> list[RecordedEvent]:
+        """Append ``events`` to ``stream`` if it is still at ``expected_version``; all or nothing.
+
+        Raises :class:`ConcurrencyError` when another writer got there first. Returns the recorded events
+        with their positions and hashes.
+        """
+        if not events:
+            return []
+        encoded = [encode(e) for e in events]
+        meta_json = encode_meta(meta)
+        with self.write_transaction() as cur:
+            cur.execute(self.sql("SELECT version FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1"), (stream,))
+            row = cur.fetchone()
+            actual = row[0] if row else 0
+            if actual != expected_version:
+                raise ConcurrencyError(stream, expected_version, actual)
+            cur.execute("SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1")
+            head = cur.fetchone()
+            position, prev_hash, last_at = head if head else (0, GENESIS_HASH, "")
+            # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
+            recorded_at = max(format_ts(self._clock()), last_at)
+            rows = []
+            for type_name, schema_version, data_json in encoded:
+                position += 1
+                actual += 1
+                digest = record_hash(
+                    position=position,
+                    stream=stream,
+                    version=actual,
+                    type=type_name,
+                    schema_version=schema_version,
+                    data_json=data_json,
+                    meta_json=meta_json,
+                    recorded_at=recorded_at,
+                    prev_hash=prev_hash,
+                )
+                rows.append(
+                    (position, stream, actual, type_name, schema_version, data_json, meta_json, recorded_at,
+                     prev_hash, digest)
+                )
+                prev_hash = digest
+            insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            if len(rows) == 1:
+                cur.execute(insert, rows[0])
+            else:
+                cur.executemany(insert, rows)
+        return [decode(StoredRecord(*r)) for r in rows]
+
+    # --- reading --------------------------------------------------------------------------------------
+
+    def _select(self, where: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
+                ) -> list[StoredRecord]:
+        text = f"SELECT {_COLUMNS} FROM events {where} ORDER BY {order}"
+        if limit is not None:
+            text += f" LIMIT {int(limit)}"
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            return [StoredRecord(*r) for r in conn.exec_driver_sql(self.sql(text), tuple(params)).fetchall()]
+
+    def load_stream(self, stream: str) -> StreamState:
+        """Load every event of ``stream`` for a decision, with its current version."""
+        events = [decode(r) for r in self._select("WHERE stream = ?", (stream,), order="version")]
+        return StreamState(stream, events[-1].version if events else 0, events)
+
+    def get(self, position: int) -> StoredRecord | None:
+        rows = self._select("WHERE position = ?", (position,))
+        return rows[0] if rows else None
+
+    def head(self) -> tuple[int, str]:
+        """Return the last position and its hash (``0`` and the genesis hash for an empty ledger)."""
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            row = conn.exec_driver_sql("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+
+    def position_as_of(self, as_of: _dt.datetime) -> int:
+        """The last position recorded at or before ``as_of`` (0 if none)."""
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                self.sql("SELECT MAX(position) FROM events WHERE recorded_at <= ?"), (format_ts(as_of),)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def iter_records(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[StoredRecord]:
+        """Yield stored records in position order, paging by position (no long-lived cursor)."""
+        while True:
+            clauses, params = ["position > ?"], [after]
+            if until is not None:
+                clauses.append("position <= ?")
+                params.append(until)
+            if stream is not None:
+                clauses.append("stream = ?")
+                params.append(stream)
+            if types:
+                clauses.append(f"type IN ({', '.join('?' for _ in types)})")
+                params.extend(types)
+            page = self._select("WHERE " + " AND ".join(clauses), params, limit=batch_size)
+            yield from page
+            if len(page) < batch_size:
+                return
+            after = page[-1].position
+
+    def iter_events(self, after: int = 0, until: int | None = None, **kw: Any) -> Iterator[RecordedEvent]:
+        """Yield typed events in position order (upcast on read)."""
+        for rec in self.iter_records(after, until, **kw):
+            yield decode(rec)
+
+    def verify(self, progress: Callable[[int], None] | None = None, batch_size: int = 5000) -> ChainReport:
+        """Recompute the whole hash chain; report the first position where it breaks."""
+        head, _ = self.head()
+
+        def records() -> Iterator[StoredRecord]:
+            for i, rec in enumerate(self.iter_records(batch_size=batch_size), 1):
+                if progress and i % 1000 == 0:
+                    progress(i)
+                yield rec
+
+        report = verify_chain(records())
+        if progress:
+            progress(report.checked)
+        if report.ok and report.head_position != head:
+            return ChainReport(False, report.checked, report.head_position, report.head_position + 1,
+                               "the chain ends before the table's last position")
+        return report

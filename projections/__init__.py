@@ -1,0 +1,1 @@
+"""The read side: pure folds over the event log and one runner that catches them up or replays them."""

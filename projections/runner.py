@@ -1,0 +1,70 @@
+"""One runner for every projection: catch up from a checkpoint, or replay to a position.
+
+A projection is a pure per-entity fold: ``key(event)`` names the entity an event touches (or ``None``) and
+``evolve(state, event)`` returns that entity's next state. The runner owns the dictionary of entity states
+and the checkpoint (the last position applied); it never reads the store itself — callers hand it events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.events import RecordedEvent
+from projections import compliance, memory, sessions
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A named pure fold over the log, keyed per entity."""
+
+    name: str
+    key: Callable[[RecordedEvent], Hashable | None]
+    evolve: Callable[[Any, RecordedEvent], Any]
+
+
+SESSIONS = Projection("sessions", sessions.session_key, sessions.evolve)
+COMPLIANCE = Projection("compliance", compliance.compliance_key, compliance.evolve)
+BLOCKS = Projection("blocks", memory.block_key, memory.evolve)
+ALL: tuple[Projection, ...] = (SESSIONS, COMPLIANCE, BLOCKS)
+
+
+class ProjectionRunner:
+    """Holds the states of some projections and the position they have caught up to."""
+
+    def __init__(self, projections: Iterable[Projection] = ALL) -> None:
+        self.projections = tuple(projections)
+        self.states: dict[str, dict[Hashable, Any]] = {p.name: {} for p in self.projections}
+        self.position = 0
+        self.last_recorded_at: Any = None
+
+    def apply(self, rec: RecordedEvent) -> None:
+        if rec.position <= self.position:
+            return  # already applied: catch-up is idempotent
+        for p in self.projections:
+            key = p.key(rec)
+            if key is not None:
+                table = self.states[p.name]
+                table[key] = p.evolve(table.get(key), rec)
+        self.position = rec.position
+        self.last_recorded_at = rec.recorded_at
+
+    def run(self, events: Iterable[RecordedEvent], progress: Callable[[int], None] | None = None) -> int:
+        """Apply ``events`` in order; return how many were applied."""
+        n = 0
+        for rec in events:
+            self.apply(rec)
+            n += 1
+            if progress and n % 5000 == 0:
+                progress(n)
+        if progress:
+            progress(n)
+        return n
+
+    def catch_up(self, source: Callable[[int], Iterable[RecordedEvent]]) -> int:
+        """Apply what ``source(after=checkpoint)`` yields since the last checkpoint."""
+        return self.run(source(self.position))
+
+    def state(self, name: str) -> Mapping[Hashable, Any]:
+        return self.states[name]

@@ -1,0 +1,110 @@
+"""Sessions and their compliance token: a pure fold over one session stream."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from ledger.events import (
+    ComplianceRefused,
+    ComplianceStamped,
+    MemorySearched,
+    RecordedEvent,
+    SessionEnded,
+    SessionStarted,
+)
+
+TokenStatus = Literal["none", "valid", "consumed", "expired"]
+STREAM_PREFIX = "session:"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """The one-time token issued by the session's latest memory search."""
+
+    search_position: int
+    issued_at: _dt.datetime
+    query: str
+    count: int
+    result_ids: tuple[str, ...]
+    expires_at: _dt.datetime | None
+    consumed_position: int | None = None
+
+    def status_at(self, moment: _dt.datetime) -> TokenStatus:
+        if self.consumed_position is not None:
+            return "consumed"
+        if self.expires_at is not None and moment >= self.expires_at:
+            return "expired"
+        return "valid"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """What the ledger knows about one session."""
+
+    session_id: str
+    agent: str
+    role: str
+    working_dir: str | None
+    focus: str | None
+    started_at: _dt.datetime
+    ended_at: _dt.datetime | None = None
+    last_event_at: _dt.datetime | None = None
+    token: Token | None = None
+    searches: int = 0
+    stamps: int = 0
+    refusals: int = 0
+    last_stamp_position: int | None = None
+    version: int = 0
+    position: int = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+    def token_status(self, moment: _dt.datetime) -> TokenStatus:
+        return "none" if self.token is None else self.token.status_at(moment)
+
+
+def session_key(rec: RecordedEvent) -> str | None:
+    """Sessions are keyed by their stream: ``session:<id>``."""
+    return rec.stream[len(STREAM_PREFIX):] if rec.stream.startswith(STREAM_PREFIX) else None
+
+
+def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
+    """Apply one event of a session stream to the session's view."""
+    e = rec.event
+    if isinstance(e, SessionStarted):
+        return SessionView(
+            session_id=e.session_id, agent=e.agent, role=e.role, working_dir=e.working_dir, focus=e.focus,
+            started_at=rec.recorded_at, last_event_at=rec.recorded_at, version=rec.version, position=rec.position,
+        )
+    if view is None:
+        return None
+    view = replace(view, last_event_at=rec.recorded_at, version=rec.version, position=rec.position)
+    if isinstance(e, SessionEnded):
+        return replace(view, ended_at=rec.recorded_at)
+    if isinstance(e, MemorySearched):
+        token = Token(
+            search_position=rec.position, issued_at=rec.recorded_at, query=e.query, count=e.count,
+            result_ids=tuple(e.result_ids), expires_at=e.token_expires_at,
+        )
+        return replace(view, token=token, searches=view.searches + 1)
+    if isinstance(e, ComplianceStamped):
+        token = view.token
+        if token is not None and token.search_position == e.search_position:
+            token = replace(token, consumed_position=rec.position)
+        return replace(view, token=token, stamps=view.stamps + 1, last_stamp_position=rec.position)
+    if isinstance(e, ComplianceRefused):
+        return replace(view, refusals=view.refusals + 1)
+    return view
+
+
+def fold(events: Iterable[RecordedEvent]) -> SessionView | None:
+    """Fold a session stream from its first event."""
+    view: SessionView | None = None
+    for rec in events:
+        view = evolve(view, rec)
+    return view
