@@ -34,7 +34,7 @@ from ledger.results import (
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore, StreamState
 from projections import sessions as session_proj
-from projections.runner import COMPLIANCE, ProjectionRunner
+from projections.runner import ALL, COMPLIANCE, SESSIONS, ProjectionRunner
 from projections.sessions import SessionView
 
 Source = Literal["mcp", "rest", "cli"]
@@ -260,6 +260,22 @@ class Ledger:
         rows = [AgentReport.of(a) for k, a in sorted(runner.state(COMPLIANCE.name).items()) if not agent or k == agent]
         return ComplianceReport(position=runner.position if until is None else until, as_of=as_of, agents=rows)
 
+    def replay(self, *, as_of: _dt.datetime | None = None, position: int | None = None,
+               progress: Callable[[int], None] | None = None) -> Replay:
+        """Fold every projection from position 0 up to a time or position (default: the whole log)."""
+        until = self._until(as_of, position)
+        runner = ProjectionRunner(ALL)
+        runner.run(self.store.iter_events(0, until), progress)
+        if as_of is not None:
+            moment = as_of
+        else:
+            moment = runner.last_recorded_at if until is not None and runner.last_recorded_at else self.clock()
+        return Replay(runner=runner, moment=moment, position=runner.position if until is None else until)
+
+    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop the derived search index and rebuild it from the log."""
+        return self.index.rebuild(progress)
+
     # --- API keys -------------------------------------------------------------------------------------
 
     def issue_api_key(self, actor: Actor, agent: str) -> ApiKeyCreated:
@@ -287,6 +303,22 @@ class Ledger:
 
     def agent_for_key(self, api_key: str) -> str | None:
         return self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Projection states as of a moment, and the last position folded."""
+
+    runner: ProjectionRunner
+    moment: _dt.datetime
+    position: int
+
+    def sessions(self) -> list[SessionState]:
+        views = self.runner.state(SESSIONS.name).values()
+        return [SessionState.at(v, self.moment, self.position) for v in views if v is not None]
+
+    def compliance(self) -> list[AgentReport]:
+        return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
 
 
 def check_agent(agent: str) -> str:

@@ -70,7 +70,7 @@ _TRIGGERS = {
     ],
     "postgresql": [
         """CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN RAISE EXCEPTION 'events is append-only: % rejected', TG_OP; END $$""",
+           BEGIN RAISE EXCEPTION USING MESSAGE = 'events is append-only: ' || TG_OP || ' rejected'; END $$""",
         "DROP TRIGGER IF EXISTS events_reject_change ON events",
         """CREATE TRIGGER events_reject_change BEFORE UPDATE OR DELETE ON events
            FOR EACH ROW EXECUTE FUNCTION events_reject_change()""",

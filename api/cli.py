@@ -1,0 +1,363 @@
+"""The ``compliance-ledger`` command: set up, serve, and audit the ledger."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import ipaddress
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from api.bootstrap import initialise, open_ledger, redact
+from api.render import event_dict
+from api.settings import Settings
+from ledger.canonical import parse_ts
+from ledger.errors import InvalidInput, LedgerError
+from ledger.events import LedgerInitialised
+from ledger.search_index import CHECKPOINT
+from ledger.service import LEDGER_STREAM, Actor, Ledger
+
+app = typer.Typer(
+    name="compliance-ledger",
+    help="Hash-chained audit ledger of AI coding agents' memory discipline.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+keys_app = typer.Typer(help="Manage HTTP API keys.", no_args_is_help=True)
+report_app = typer.Typer(help="Compliance reports.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(report_app, name="report")
+
+out = Console()
+err = Console(stderr=True)
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    db: Annotated[str | None, typer.Option("--db", help="database URL (default: LEDGER_DATABASE_URL or "
+                                                          "an SQLite file under --home)")] = None,
+    home: Annotated[Path | None, typer.Option(help="data directory (default: LEDGER_HOME or "
+                                                     "~/.local/share/compliance-ledger)")] = None,
+    key_file: Annotated[Path | None, typer.Option(help="receipt key file (default: HOME/receipt.key)")] = None,
+) -> None:
+    overrides: dict[str, Any] = {}
+    if db:
+        overrides["database_url"] = db
+    if home:
+        overrides["home"] = home
+    if key_file:
+        overrides["key_file"] = key_file
+    ctx.obj = Settings(**overrides)
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    settings = ctx.obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
+def _fail(exc: LedgerError, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {exc.message}")
+    if exc.hint:
+        err.print(f"[dim]hint:[/dim] {exc.hint}")
+    return typer.Exit(2 if isinstance(exc, InvalidInput) else code)
+
+
+@contextmanager
+def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
+    try:
+        ledger = open_ledger(_settings(ctx))
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    try:
+        yield ledger
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    finally:
+        ledger.store.engine.dispose()
+
+
+@contextmanager
+def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda n: progress.update(task, completed=n)
+
+
+def _when(text: str | None) -> _dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_ts(text)
+    except ValueError as exc:
+        raise _fail(InvalidInput(f"--as-of {text!r} is not a time", "send ISO 8601 with an offset, "
+                                 "e.g. 2026-01-31T12:00:00Z")) from exc
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+
+
+# --- setup ----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create the database schema and the receipt signing key (safe to run again)."""
+    settings = _settings(ctx)
+    try:
+        ledger, report = initialise(settings)
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    ledger.store.engine.dispose()
+    out.print(f"database   {redact(report.database_url)} "
+              f"({'initialised' if report.ledger_created else 'already initialised'})")
+    out.print(f"receipt key {report.key_path} ({'created' if report.key_created else 'kept'}) — "
+              "back it up: without it no receipt can be verified")
+
+
+@keys_app.command("add")
+def keys_add(ctx: typer.Context, agent: Annotated[str, typer.Option(help="agent this key identifies")]) -> None:
+    """Issue an API key for an agent. The key is printed once; only its hash is stored."""
+    with _ledger(ctx) as ledger:
+        created = ledger.issue_api_key(Actor("admin", "cli"), agent)
+    err.print(f"API key {created.key_id} for agent {created.agent!r} — shown once, store it now:")
+    out.print(created.api_key, highlight=False)
+
+
+# --- servers --------------------------------------------------------------------------------------------
+
+
+@app.command()
+def mcp(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(envvar="LEDGER_AGENT", help="the agent this stdio server acts for")],
+    role: Annotated[str, typer.Option(help="role of the default session opened at start")] = "agent",
+) -> None:
+    """Run the MCP server on stdio for one agent, with a default session opened at start."""
+    from api.mcp_server import build_mcp
+
+    try:
+        ledger, _ = initialise(_settings(ctx))
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    build_mcp(ledger, agent=agent, default_role=role, open_default_session=True).run()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="bind address (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default 8787)")] = None,
+    agent: Annotated[str | None, typer.Option(help="agent name for callers when no API keys exist")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(help="extra Host header to accept")] = None,
+) -> None:
+    """Serve REST and MCP (Streamable HTTP at /mcp)."""
+    import uvicorn
+
+    from api.rest import build_app
+
+    base = _settings(ctx)
+    settings = base.model_copy(update={k: v for k, v in {
+        "host": host, "port": port, "agent": agent,
+        "allowed_hosts": [*base.allowed_hosts, *(allowed_host or [])],
+    }.items() if v is not None})
+    try:
+        ledger, report = initialise(settings)
+        keys = ledger.api_keys()
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    if not _is_loopback(settings.host) and not keys:
+        ledger.store.engine.dispose()
+        raise _fail(InvalidInput(
+            f"refusing to listen on {settings.host} without API keys: anyone could act as any agent",
+            "create one with `compliance-ledger keys add --agent NAME`, or bind to 127.0.0.1",
+        ))
+    err.print(f"Compliance Ledger on http://{settings.host}:{settings.port}  (REST; MCP at /mcp; docs at /docs)")
+    err.print(f"database {redact(report.database_url)}; "
+              + (f"{len(keys)} API key(s) required" if keys else f"no API keys: callers act as {settings.agent!r}"))
+    uvicorn.run(build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning")
+
+
+# --- audit ----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def verify(ctx: typer.Context) -> None:
+    """Recompute the hash chain. Exit 0 when intact; otherwise name the first bad position and exit 1."""
+    with _ledger(ctx) as ledger:
+        head, _ = ledger.store.head()
+        with _progress("verifying", head) as tick:
+            report = ledger.store.verify(progress=tick)
+    if report.ok:
+        out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
+        return
+    err.print(f"[red]chain broken at position {report.first_bad_position}[/red]: {report.reason} "
+              f"({report.checked} events verified before it)")
+    raise typer.Exit(1)
+
+
+@app.command("verify-stamp")
+def verify_stamp(ctx: typer.Context, receipt: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Check a stamp receipt. Exit 0 when genuine, 1 when not."""
+    with _ledger(ctx) as ledger:
+        result = ledger.verify_stamp(receipt)
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        out.print(("[green]genuine[/green]" if result.valid else "[red]NOT genuine[/red]") + f": {result.reason}")
+        if result.valid:
+            out.print(f"event {result.position} · session {result.session_id} · agent {result.agent} · "
+                      f"{result.count} memories · {result.recorded_at}")
+    raise typer.Exit(0 if result.valid else 1)
+
+
+@app.command()
+def replay(
+    ctx: typer.Context,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay what was recorded by then")] = None,
+    position: Annotated[int | None, typer.Option(help="replay up to this position")] = None,
+    session: Annotated[str | None, typer.Option(help="show only this session")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
+    moment = _when(as_of)
+    with _ledger(ctx) as ledger:
+        head, _ = ledger.store.head()
+        rebuilt = None
+        if moment is None and position is None:
+            with _progress("rebuilding search index", None) as tick:
+                rebuilt = ledger.rebuild_index(tick)
+        with _progress("replaying", position if position is not None else head) as tick:
+            result = ledger.replay(as_of=moment, position=position, progress=tick)
+    states = [s for s in result.sessions() if session is None or s.session_id == session]
+    if session is not None and not states:
+        raise _fail(InvalidInput(f"session {session} does not exist at that point", "check the id and the time"))
+    if as_json:
+        _print_json({
+            "position": result.position, "as_of": result.moment.isoformat(), "index_rebuilt": rebuilt,
+            "sessions": [s.model_dump(mode="json") for s in states],
+            "compliance": [a.model_dump(mode="json") for a in result.compliance()],
+        })
+        return
+    out.print(f"replayed to position {result.position} (as of {result.moment.isoformat()})"
+              + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else ""))
+    table = Table("session", "agent", "role", "open", "token", "searches", "stamps", "refusals")
+    for s in states[-50:]:
+        table.add_row(s.session_id, s.agent, s.role, "no" if s.ended_at else "yes", s.token.status,
+                      str(s.searches), str(s.stamps), str(s.refusals))
+    out.print(table)
+    _print_compliance(result.compliance())
+
+
+@app.command()
+def events(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
+    stream: Annotated[str | None, typer.Option()] = None,
+    type: Annotated[str | None, typer.Option("--type")] = None,
+    after: Annotated[int, typer.Option(min=0)] = 0,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+) -> None:
+    """List events in position order."""
+    with _ledger(ctx) as ledger:
+        table = Table("pos", "recorded_at", "stream", "type", "agent", "hash")
+        for n, rec in enumerate(ledger.store.iter_records(after, stream=stream, types=[type] if type else None), 1):
+            row = event_dict(rec)
+            if as_json:
+                _print_json(row)
+            else:
+                table.add_row(str(rec.position), rec.recorded_at, rec.stream, rec.type,
+                              str(row["meta"].get("agent", "")), rec.hash[:12])
+            if limit and n >= limit:
+                break
+        if not as_json:
+            out.print(table)
+
+
+def _print_compliance(rows: list[Any]) -> None:
+    table = Table("agent", "searches", "stamp requests", "passes", "fails", "pass rate")
+    for a in rows:
+        rate = "—" if a.pass_rate is None else f"{a.pass_rate:.0%}"
+        table.add_row(a.agent, str(a.searches), str(a.stamp_requests), str(a.passes), str(a.fails), rate)
+    out.print(table)
+
+
+@report_app.command("compliance")
+def report_compliance(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option()] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of")] = None,
+    position: Annotated[int | None, typer.Option()] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Per-agent searches, stamp requests, passes, fails and pass rate."""
+    with _ledger(ctx) as ledger:
+        report = ledger.compliance_report(agent, as_of=_when(as_of), position=position)
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+        return
+    out.print(f"compliance at position {report.position}")
+    _print_compliance(report.agents)
+
+
+@app.command()
+def doctor(ctx: typer.Context) -> None:
+    """Check the database, schema, receipt key, hash chain head and search index. Exit 1 on a problem."""
+    settings = _settings(ctx)
+    table = Table("check", "status", "detail")
+    problems = 0
+
+    def row(name: str, ok: bool, detail: str) -> None:
+        nonlocal problems
+        problems += not ok
+        table.add_row(name, "[green]ok[/green]" if ok else "[red]FAIL[/red]", detail)
+
+    try:
+        ledger = open_ledger(settings)
+    except LedgerError as exc:
+        row("receipt key", False, f"{exc.message} — {exc.hint}")
+        out.print(table)
+        raise typer.Exit(1) from exc
+    row("receipt key", True, f"{settings.key_path} (id {ledger.key.key_id})")
+    try:
+        head, head_hash = ledger.store.head()
+        row("database", True, f"{redact(settings.db_url)} ({ledger.store.dialect})")
+        row("events", True, f"head position {head}, hash {head_hash[:16]}")
+        init_events = ledger.store.load_stream(LEDGER_STREAM).events
+        bound = [e.event.receipt_key_id for e in init_events if isinstance(e.event, LedgerInitialised)]
+        row("key binding", bool(bound) and bound[0] == ledger.key.key_id,
+            f"ledger bound to key {bound[0] if bound else '—'}")
+        checkpoint = ledger.index.checkpoint()
+        row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
+        row("API keys", True, f"{len(ledger.api_keys())} issued")
+    except LedgerError as exc:
+        row("database", False, f"{exc.message} — {exc.hint}")
+    finally:
+        ledger.store.engine.dispose()
+    out.print(table)
+    raise typer.Exit(1 if problems else 0)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,260 @@
+"""REST adapter (FastAPI) with the MCP Streamable HTTP endpoint mounted at ``/mcp``.
+
+Routes only translate: parse the request, resolve the caller from the credential, call the service, render.
+Errors are always ``{"error": {"code", "message", "hint"}}`` with the right status.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.auth import agent_from_headers
+from api.mcp_server import build_mcp
+from api.render import event_dict
+from api.settings import Settings
+from ledger import memory
+from ledger.errors import LedgerError, StoreUnavailable
+from ledger.results import (
+    AssertResult,
+    ComplianceReport,
+    RememberResult,
+    SearchResult,
+    SessionInfo,
+    SessionState,
+    StampVerification,
+)
+from ledger.service import Actor, Ledger
+
+MAX_EVENTS_PAGE = 1000
+
+
+def error_body(code: str, message: str, hint: str = "") -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "hint": hint}}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClockIn(_Body):
+    role: str = Field(description="the agent's role, e.g. dev")
+    working_dir: str | None = None
+    focus: str | None = None
+
+
+class Remember(_Body):
+    content: str = Field(description=f"the memory text, at most {memory.MAX_CONTENT_CHARS} characters")
+    tags: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+
+
+class Search(_Body):
+    query: str
+    session_id: str
+    limit: int = Field(10, description=f"1..{memory.MAX_LIMIT}")
+
+
+class AssertCompliance(_Body):
+    session_id: str
+
+
+class VerifyStamp(_Body):
+    receipt: str
+
+
+class EventsPage(BaseModel):
+    events: list[dict[str, Any]]
+    next_after: int | None
+
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]
+    database: str
+    head_position: int | None = None
+
+
+class _McpEndpoint:
+    """Serve MCP at exactly ``/mcp`` (no redirect) and refuse unknown API keys before MCP sees them."""
+
+    def __init__(self, app: ASGIApp, ledger: Ledger, fallback_agent: str) -> None:
+        self.app = app
+        self.ledger = ledger
+        self.fallback_agent = fallback_agent
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (scope["path"] == "/mcp" or scope["path"].startswith("/mcp/")):
+            if scope["path"] == "/mcp":
+                scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/"}
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            try:
+                agent_from_headers(self.ledger, headers, self.fallback_agent)
+            except LedgerError as exc:
+                response = JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def current_actor(request: Request) -> Actor:
+    """The caller, resolved from the API key (or the local agent when no keys exist)."""
+    settings: Settings = request.app.state.settings
+    return Actor(agent_from_headers(request.app.state.ledger, request.headers, settings.agent), "rest")
+
+
+Caller = Annotated[Actor, Depends(current_actor)]
+
+
+def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
+    """Build the HTTP application: REST routes plus MCP (stateless JSON mode) at ``/mcp``."""
+    mcp = build_mcp(ledger, fallback_agent=settings.agent)
+    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*loopback, *settings.allowed_hosts],
+        allowed_origins=[f"http://{h}" for h in [*loopback, *settings.allowed_hosts]],
+    )
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/", stateless_http=True, json_response=True, transport_security=security,
+        host=settings.host,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="Compliance Ledger",
+        version="0.1.0",
+        description="Hash-chained audit ledger of AI agents' memory discipline. MCP at /mcp.",
+        lifespan=lifespan,
+    )
+    app.state.ledger = ledger
+    app.state.settings = settings
+    app.mount("/mcp", mcp_app)
+    _install_error_handlers(app)
+
+    @app.get("/health", response_model=Health, tags=["ops"])
+    def health() -> Any:
+        try:
+            head, _ = ledger.store.head()
+        except LedgerError as exc:
+            return JSONResponse(
+                Health(status="unavailable", database=exc.message).model_dump(), status_code=503
+            )
+        return Health(status="ok", database=ledger.store.dialect, head_position=head)
+
+    @app.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED, tags=["sessions"])
+    def clock_in(body: ClockIn, who: Caller) -> Any:
+        return ledger.clock_in(who, body.role, body.working_dir, body.focus)
+
+    @app.post("/sessions/{session_id}/clock-out", response_model=SessionInfo, tags=["sessions"])
+    def clock_out(session_id: str, who: Caller) -> Any:
+        return ledger.clock_out(who, session_id)
+
+    @app.get("/sessions/{session_id}", response_model=SessionState, tags=["sessions"])
+    def session_state(
+        session_id: str, _who: Caller, as_of: _dt.datetime | None = None, position: int | None = Query(None, ge=0)
+    ) -> Any:
+        return ledger.session_state(session_id, as_of=as_of, position=position)
+
+    @app.post("/memory/blocks", response_model=RememberResult, tags=["memory"])
+    def remember(body: Remember, who: Caller) -> Any:
+        result = ledger.remember(who, body.content, body.tags, body.session_id)
+        code = status.HTTP_201_CREATED if result.status == "created" else status.HTTP_200_OK
+        return JSONResponse(result.model_dump(mode="json"), status_code=code)
+
+    @app.post("/memory/search", response_model=SearchResult, tags=["memory"])
+    def search(body: Search, who: Caller) -> Any:
+        return ledger.search(who, body.session_id, body.query, body.limit)
+
+    @app.post("/compliance/assert", response_model=AssertResult, tags=["gate"])
+    def assert_compliance(body: AssertCompliance, who: Caller) -> Any:
+        return ledger.assert_compliance(who, body.session_id)
+
+    @app.post("/stamps/verify", response_model=StampVerification, tags=["gate"])
+    def verify_stamp(body: VerifyStamp, _who: Caller) -> Any:
+        return ledger.verify_stamp(body.receipt)
+
+    @app.get("/events", response_model=EventsPage, tags=["audit"])
+    def events(
+        _who: Caller,
+        stream: str | None = None,
+        type: str | None = None,
+        after: int = Query(0, ge=0),
+        limit: int = Query(100, ge=1, le=MAX_EVENTS_PAGE),
+    ) -> Any:
+        rows = []
+        for rec in ledger.store.iter_records(after, stream=stream, types=[type] if type else None,
+                                              batch_size=limit + 1):
+            rows.append(rec)
+            if len(rows) > limit:
+                break
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return EventsPage(events=[event_dict(r) for r in rows],
+                          next_after=rows[-1].position if more and rows else None)
+
+    @app.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
+    def compliance_report(
+        _who: Caller, agent: str | None = None, as_of: _dt.datetime | None = None,
+        position: int | None = Query(None, ge=0),
+    ) -> Any:
+        return ledger.compliance_report(agent, as_of=as_of, position=position)
+
+    return _with_mcp_endpoint(app, ledger, settings)
+
+
+def _with_mcp_endpoint(app: FastAPI, ledger: Ledger, settings: Settings) -> FastAPI:
+    app.add_middleware(_McpEndpoint, ledger=ledger, fallback_agent=settings.agent)  # type: ignore[arg-type]
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LedgerError)
+    async def ledger_error(_request: Request, exc: LedgerError) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return JSONResponse(
+                error_body("malformed_json", "the request body is not valid JSON",
+                           "send a JSON object with Content-Type: application/json"),
+                status_code=400,
+            )
+        parts = []
+        for e in errors:
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+            if e.get("type") == "extra_forbidden":
+                parts.append(f"unknown field '{where}'")
+            else:
+                parts.append(f"{where or 'body'}: {e.get('msg')}")
+        return JSONResponse(
+            error_body("invalid_request", "; ".join(parts),
+                       "see /openapi.json for the fields this endpoint accepts"),
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        hint = "see /openapi.json for the available endpoints" if exc.status_code in (404, 405) else ""
+        return JSONResponse(error_body(f"http_{exc.status_code}", str(exc.detail), hint),
+                            status_code=exc.status_code)
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_down(_request: Request, exc: StoreUnavailable) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=503)
+

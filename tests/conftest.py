@@ -1,0 +1,98 @@
+"""Shared fixtures: a real SQLite file and a real PostgreSQL schema per test.
+
+PostgreSQL comes from ``LEDGER_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``).
+When it cannot be reached the PostgreSQL tests are skipped on a developer machine, but they FAIL when
+``CI`` or ``LEDGER_REQUIRE_POSTGRES`` is set, so CI can never pass without them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from api.bootstrap import initialise
+from api.settings import Settings
+from ledger import clock as _clock
+from ledger.service import Ledger
+
+PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES"))
+
+
+def _pg_reachable() -> str | None:
+    import psycopg
+
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+        return None
+    except Exception as exc:  # any failure means "not reachable" here
+        return str(exc).strip()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    problem = _pg_reachable()
+    if problem:
+        message = f"PostgreSQL at {PG_URL} is unreachable: {problem}"
+        if REQUIRE_PG:
+            pytest.fail(message + " (CI / LEDGER_REQUIRE_POSTGRES is set, so this is a failure)")
+        pytest.skip(message)
+    return PG_URL
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh schema on the PostgreSQL server, dropped afterwards."""
+    import psycopg
+
+    schema = "t_" + secrets.token_hex(6)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in pg_server else "?"
+    yield f"{pg_server}{sep}options={quote('-csearch_path=' + schema)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The same test, once on a SQLite file and once on a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
+
+
+LedgerFactory = Callable[..., Ledger]
+
+
+@pytest.fixture
+def make_ledger(tmp_path: Path) -> Iterator[LedgerFactory]:
+    """Build initialised ledgers on a URL; their engines are disposed after the test."""
+    built: list[Ledger] = []
+
+    def factory(url: str | None = None, clock: _clock.Clock = _clock.now, **settings: object) -> Ledger:
+        cfg = Settings(home=tmp_path, database_url=url or f"sqlite:///{tmp_path / 'ledger.db'}", **settings)
+        ledger, _ = initialise(cfg, clock=clock)
+        built.append(ledger)
+        return ledger
+
+    yield factory
+    for ledger in built:
+        ledger.store.engine.dispose()
+
+
+@pytest.fixture
+def ledger(make_ledger: LedgerFactory, db_url: str) -> Ledger:
+    """An initialised ledger on each backend."""
+    return make_ledger(db_url)

@@ -1,0 +1,138 @@
+"""Seed 000 tests A, B, C and the zero-result stamp, through a real MCP client: in memory and over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from api.mcp_server import build_mcp
+from ledger.gate import STAMP_ZERO
+from tests.conftest import LedgerFactory
+
+pytestmark = pytest.mark.anyio
+
+STAMP_3 = "[COMPLIANCE] YES I HAVE SEARCHED, FOUND 3 RELEVANT MEMORIES, BROUGHT THEM TO AGENT."
+MEMORIES = [
+    "The ledger database runs SQLite in WAL mode with synchronous FULL.",
+    "Receipts are signed with an HMAC key kept outside the events table.",
+    "Every ledger database change is appended, never updated.",
+    "Agents clock in before they act.",
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def in_memory(make_ledger: LedgerFactory, url: str, tmp_path: Path) -> AsyncIterator[Client]:
+    server = build_mcp(make_ledger(url), agent="agent-a", open_default_session=True)
+    async with Client(server) as client:
+        yield client
+
+
+@asynccontextmanager
+async def stdio(make_ledger: LedgerFactory, url: str, tmp_path: Path) -> AsyncIterator[Client]:
+    make_ledger(url)  # initialise schema and key before the subprocess starts
+    env = {**os.environ, "LEDGER_HOME": str(tmp_path), "LEDGER_DATABASE_URL": url}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "api", "mcp", "--agent", "agent-a"], env=env, cwd=str(tmp_path)
+    )
+    async with Client(params) as client:
+        yield client
+
+
+TRANSPORTS = {"in_memory": in_memory, "stdio": stdio}
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def connect(request: pytest.FixtureRequest, make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> Any:
+    factory = TRANSPORTS[request.param]
+    return lambda: factory(make_ledger, db_url, tmp_path)
+
+
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(tool, args or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def remember_all(client: Client) -> None:
+    for text in MEMORIES:
+        assert (await call(client, "memory_remember", {"content": text}))["status"] == "created"
+
+
+async def test_a_lazy_agent_that_never_searched_is_refused(connect: Any) -> None:
+    async with connect() as client:
+        result = await call(client, "assert_compliance")
+    assert result["status"] == "FAIL"
+    assert result["message"].startswith("⛔ GATE CLOSED.")
+    assert "memory_search" in result["message"]
+    assert result.get("stamp") is None and result.get("receipt") is None
+
+
+async def test_b_search_then_assert_passes_with_the_exact_stamp_and_count(connect: Any) -> None:
+    async with connect() as client:
+        await remember_all(client)
+        found = await call(client, "memory_search", {"query": "ledger database receipts"})
+        result = await call(client, "assert_compliance")
+        verdict = await call(client, "verify_stamp", {"receipt": result["receipt"]})
+    assert found["count"] == 3
+    assert result["status"] == "PASS"
+    assert result["stamp"] == STAMP_3
+    assert verdict["valid"] is True and verdict["position"] == result["position"] and verdict["count"] == 3
+
+
+async def test_c_double_dip_fails_on_the_second_assert(connect: Any) -> None:
+    async with connect() as client:
+        await remember_all(client)
+        await call(client, "memory_search", {"query": "receipts"})
+        first = await call(client, "assert_compliance")
+        second = await call(client, "assert_compliance")
+    assert first["status"] == "PASS"
+    assert second["status"] == "FAIL"
+    assert second["message"].startswith("⛔ GATE CLOSED.")
+    assert second["reason"] == "token_consumed"
+
+
+async def test_a_search_with_no_results_earns_the_zero_stamp(connect: Any) -> None:
+    async with connect() as client:
+        await remember_all(client)
+        found = await call(client, "memory_search", {"query": "kubernetes helm chart"})
+        result = await call(client, "assert_compliance")
+    assert found["count"] == 0
+    assert result["status"] == "PASS"
+    assert result["stamp"] == STAMP_ZERO
+    assert result["stamp"] == (
+        "[COMPLIANCE] YES I HAVE SEARCHED, I HAVE FOUND ZERO RELEVANT MEMORIES, NOTHING WAS BROUGHT TO AGENT."
+    )
+
+
+async def test_a_newer_search_replaces_an_unused_token(connect: Any) -> None:
+    async with connect() as client:
+        await remember_all(client)
+        await call(client, "memory_search", {"query": "kubernetes"})
+        await call(client, "memory_search", {"query": "agents clock"})
+        first = await call(client, "assert_compliance")
+        second = await call(client, "assert_compliance")
+    assert first["stamp"] == "[COMPLIANCE] YES I HAVE SEARCHED, FOUND 1 RELEVANT MEMORIES, BROUGHT THEM TO AGENT."
+    assert second["status"] == "FAIL"
+
+
+async def test_the_grounding_prompt_requires_the_stamp_from_assert_compliance(make_ledger: LedgerFactory) -> None:
+    async with Client(build_mcp(make_ledger(), agent="a", open_default_session=True)) as client:
+        prompts = await client.list_prompts()
+        assert "compliance_grounding" in [p.name for p in prompts.prompts]
+        prompt = await client.get_prompt("compliance_grounding")
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "You are REQUIRED to include the official Compliance Stamp at the end of your response." in text
+    assert "you must obtain it by calling `assert_compliance`" in text
