@@ -127,8 +127,8 @@ def build_mcp(
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def assert_compliance(ctx: Context, session_id: str | None = None) -> AssertResult:
         """Request the Compliance Stamp. PASS only after a memory_search on this session; each search earns one."""
-        who, sid = actor(ctx), session_of(session_id)
         try:
+            who, sid = actor(ctx), session_of(session_id)
             return _ledger_call(lambda: ledger.assert_compliance(who, sid))
         except ToolError as exc:
             if isinstance(exc.__cause__, StoreUnavailable):

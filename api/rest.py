@@ -99,6 +99,8 @@ class _McpEndpoint:
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
             try:
                 agent_from_headers(self.ledger, headers, self.fallback_agent)
+            except StoreUnavailable:
+                pass  # every tool needs the store and fails closed on its own, with guidance
             except LedgerError as exc:
                 response = JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status)
                 await response(scope, receive, send)

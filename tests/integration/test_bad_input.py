@@ -1,0 +1,119 @@
+"""Bad input gets a clear error saying what to send instead, and appends nothing — at every front end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from api.mcp_server import build_mcp
+from api.settings import Settings
+from ledger import memory
+from ledger.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound
+from ledger.service import Actor, Ledger
+from tests.conftest import LedgerFactory
+from tests.e2e.test_http import running
+
+ALICE, BOB = Actor("alice", "cli"), Actor("bob", "cli")
+UNKNOWN = "ses_" + "ab" * 10
+
+
+@pytest.fixture
+def setup(make_ledger: LedgerFactory, db_url: str) -> tuple[Ledger, str, str]:
+    ledger = make_ledger(db_url)
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    closed = ledger.clock_in(ALICE, "dev").session_id
+    ledger.clock_out(ALICE, closed)
+    return ledger, sid, closed
+
+
+CASES: list[tuple[str, Callable[[Ledger, str, str], Any], type[LedgerError], str]] = [
+    ("empty query", lambda l, s, c: l.search(ALICE, s, "   "), InvalidInput, "query is empty"),
+    ("query without words", lambda l, s, c: l.search(ALICE, s, "?!*"), InvalidInput, "no searchable words"),
+    ("query too long", lambda l, s, c: l.search(ALICE, s, "x" * 1001), InvalidInput, "longer than 1000"),
+    ("limit zero", lambda l, s, c: l.search(ALICE, s, "x", 0), InvalidInput, "out of range"),
+    ("limit too big", lambda l, s, c: l.search(ALICE, s, "x", 101), InvalidInput, "out of range"),
+    ("unknown session", lambda l, s, c: l.search(ALICE, UNKNOWN, "x"), NotFound, "does not exist"),
+    ("malformed session id", lambda l, s, c: l.assert_compliance(ALICE, "abc"), InvalidInput, "not a session id"),
+    ("foreign session", lambda l, s, c: l.assert_compliance(BOB, s), Forbidden, "another agent"),
+    ("foreign session search", lambda l, s, c: l.search(BOB, s, "x"), Forbidden, "another agent"),
+    ("closed session", lambda l, s, c: l.assert_compliance(ALICE, c), Conflict, "clocked out"),
+    ("foreign clock out", lambda l, s, c: l.clock_out(BOB, s), Forbidden, "another agent"),
+    ("empty content", lambda l, s, c: l.remember(ALICE, " \n", [], s), InvalidInput, "content is empty"),
+    ("content over the limit", lambda l, s, c: l.remember(ALICE, "y" * (memory.MAX_CONTENT_CHARS + 1), [], s),
+     InvalidInput, "the limit is 10000"),
+    ("bad tag", lambda l, s, c: l.remember(ALICE, "fine", ["Bad Tag!"], s), InvalidInput, "is not valid"),
+    ("too many tags", lambda l, s, c: l.remember(ALICE, "fine", [f"t{i}" for i in range(21)], s), InvalidInput,
+     "the limit is 20"),
+    ("remember on a foreign session", lambda l, s, c: l.remember(BOB, "fine", [], s), Forbidden, "another agent"),
+    ("bad role", lambda l, s, c: l.clock_in(ALICE, "  "), InvalidInput, "role"),
+    ("empty receipt", lambda l, s, c: l.verify_stamp(""), InvalidInput, "receipt is empty"),
+    ("as_of and position together", lambda l, s, c: l.compliance_report(position=1, as_of=l.clock()),
+     InvalidInput, "both given"),
+]
+
+
+@pytest.mark.parametrize(("name", "action", "error", "text"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_refused_with_a_hint_and_appends_nothing(
+    setup: tuple[Ledger, str, str], name: str, action: Callable[..., Any], error: type[LedgerError], text: str
+) -> None:
+    ledger, sid, closed = setup
+    head = ledger.store.head()
+    with pytest.raises(error) as caught:
+        action(ledger, sid, closed)
+    assert text in caught.value.message
+    assert caught.value.hint, "every refusal says what to send instead"
+    assert ledger.store.head() == head
+
+
+def test_content_exactly_at_the_limit_is_accepted(setup: tuple[Ledger, str, str]) -> None:
+    ledger, sid, _ = setup
+    assert ledger.remember(ALICE, "z" * memory.MAX_CONTENT_CHARS, [], sid).status == "created"
+
+
+def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(make_ledger: LedgerFactory,
+                                                                         tmp_path: Path) -> None:
+    ledger = make_ledger()
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+        sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
+        head = ledger.store.head()
+        malformed = http.post("/memory/search", content=b'{"query": "x", ', headers={"Content-Type": "application/json"})
+        unknown = http.post("/memory/search", json={"query": "x", "session_id": sid, "agent": "root"})
+        missing = http.post("/memory/search", json={"session_id": sid})
+        oversized = http.post("/memory/blocks", json={"content": "q" * 10_001, "session_id": sid})
+        empty = http.post("/memory/search", json={"query": "", "session_id": sid})
+        unknown_session = http.post("/compliance/assert", json={"session_id": UNKNOWN})
+        after = ledger.store.head()
+    assert (malformed.status_code, malformed.json()["error"]["code"]) == (400, "malformed_json")
+    assert unknown.status_code == 422 and "unknown field 'agent'" in unknown.json()["error"]["message"]
+    assert missing.status_code == 422 and "query" in missing.json()["error"]["message"]
+    assert oversized.status_code == 422 and "the limit is 10000" in oversized.json()["error"]["message"]
+    assert empty.status_code == 422 and empty.json()["error"]["hint"]
+    assert unknown_session.status_code == 404 and "clock_in" in unknown_session.json()["error"]["hint"]
+    assert after == head
+
+
+@pytest.mark.anyio
+async def test_mcp_rejects_unknown_arguments_and_bad_values_without_appending(make_ledger: LedgerFactory) -> None:
+    ledger = make_ledger()
+    async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:
+        head = ledger.store.head()
+        unknown = await client.call_tool("assert_compliance", {"agent": "root"})
+        empty = await client.call_tool("memory_search", {"query": ""})
+        foreign = await client.call_tool("memory_search", {"query": "x", "session_id": UNKNOWN})
+        schema = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        after = ledger.store.head()
+    assert unknown.is_error and "agent" in unknown.content[0].text  # type: ignore[union-attr]
+    assert empty.is_error and "query is empty" in empty.content[0].text  # type: ignore[union-attr]
+    assert foreign.is_error and "call clock_in" in foreign.content[0].text  # type: ignore[union-attr]
+    assert schema["assert_compliance"]["additionalProperties"] is False
+    assert after == head
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
