@@ -328,17 +328,20 @@ def check_agent(agent: str) -> str:
 
 
 def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:
-    where = dict(position=claims.position, session_id=claims.session_id, count=claims.count)
+    def refuse(reason: str) -> StampVerification:
+        return StampVerification(valid=False, reason=reason, position=claims.position,
+                                 session_id=claims.session_id, count=claims.count)
+
     if rec is None:
-        return StampVerification(valid=False, reason="the ledger has no event at that position", **where)
+        return refuse("the ledger has no event at that position")
     if rec.computed_hash() != rec.hash:
-        return StampVerification(valid=False, reason="the stamp event was altered after it was recorded", **where)
+        return refuse("the stamp event was altered after it was recorded")
     if rec.hash != claims.hash:
-        return StampVerification(valid=False, reason="the event at that position is not the one signed", **where)
+        return refuse("the event at that position is not the one signed")
     event: RecordedEvent = decode(rec)
     e = event.event
     if not isinstance(e, ComplianceStamped) or e.session_id != claims.session_id or e.count != claims.count:
-        return StampVerification(valid=False, reason="the event at that position is not this stamp", **where)
+        return refuse("the event at that position is not this stamp")
     return StampVerification(
         valid=True, reason="genuine: signed by this ledger and matching the recorded stamp event",
         position=rec.position, event_hash=rec.hash, session_id=e.session_id, agent=event.agent, count=e.count,

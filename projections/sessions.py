@@ -93,10 +93,10 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
         )
         return replace(view, token=token, searches=view.searches + 1)
     if isinstance(e, ComplianceStamped):
-        token = view.token
-        if token is not None and token.search_position == e.search_position:
-            token = replace(token, consumed_position=rec.position)
-        return replace(view, token=token, stamps=view.stamps + 1, last_stamp_position=rec.position)
+        current = view.token
+        if current is not None and current.search_position == e.search_position:
+            current = replace(current, consumed_position=rec.position)
+        return replace(view, token=current, stamps=view.stamps + 1, last_stamp_position=rec.position)
     if isinstance(e, ComplianceRefused):
         return replace(view, refusals=view.refusals + 1)
     return view

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""One entry point for a fresh machine that has only ``python3``.
+
+    python3 scripts/dev.py serve   # create .venv, install, serve REST + MCP on http://127.0.0.1:8787 (SQLite)
+    python3 scripts/dev.py test    # create .venv, install dev tools, run lint, types and the whole test suite
+
+Anything after the command is passed on (``serve --port 9000``, ``test -k gate``). The virtual environment
+is (re)installed whenever pyproject.toml changes. Uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("LEDGER_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def say(text: str) -> None:
+    print(f"[dev] {text}", file=sys.stderr, flush=True)
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> int:
+    return subprocess.call([str(a) for a in args], cwd=ROOT, env=env)
+
+
+def ensure_venv(extras: str) -> None:
+    """Create the venv and install the project (editable) with ``extras`` if pyproject changed."""
+    stamp = VENV / f".installed-{extras or 'base'}"
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest and PY.exists():
+        return
+    if not PY.exists():
+        say(f"creating virtual environment in {VENV}")
+        venv.EnvBuilder(with_pip=True, upgrade_deps=False).create(VENV)
+    say("installing dependencies (first run takes a minute)")
+    target = f".[{extras}]" if extras else "."
+    if run(PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target) != 0:
+        sys.exit("[dev] pip install failed; see the messages above")
+    stamp.write_text(digest)
+
+
+def check_postgres_for_ci() -> None:
+    """In CI the PostgreSQL suite is mandatory: fail loudly, up front, if the server is unreachable."""
+    if not (os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES")):
+        return
+    probe = f"import psycopg; psycopg.connect({PG_URL!r}, connect_timeout=5).close()"
+    if run(PY, "-c", probe) != 0:
+        sys.exit(f"[dev] PostgreSQL at {PG_URL} is unreachable; CI requires it (set LEDGER_TEST_POSTGRES_URL)")
+    say(f"PostgreSQL reachable at {PG_URL}")
+
+
+def cmd_test(args: list[str]) -> int:
+    ensure_venv("dev")
+    check_postgres_for_ci()
+    for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
+        say("running " + " ".join(step))
+        if run(BIN / step[0], *step[1:]) != 0:
+            return 1
+    say("running pytest")
+    return run(PY, "-m", "pytest", "--cov=ledger", "--cov=projections", "--cov=api", "--cov-report=term:skip-covered",
+               *args)
+
+
+def cmd_serve(args: list[str]) -> int:
+    ensure_venv("")
+    return run(BIN / "compliance-ledger", "serve", *args)
+
+
+def main() -> int:
+    commands = {"test": cmd_test, "serve": cmd_serve}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return commands[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
