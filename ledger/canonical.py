@@ -24,9 +24,7 @@ def format_ts(moment: _dt.datetime) -> str:
 
 def parse_ts(text: str) -> _dt.datetime:
     """Parse text written by :func:`format_ts` (or any ISO 8601 time with an offset) to aware UTC."""
-    if text.endswith("Z") and len(text) == 27:
-        return _dt.datetime.strptime(text, _TS_FORMAT).replace(tzinfo=_dt.UTC)
-    moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    moment = _dt.datetime.fromisoformat(text)  # Python 3.11+ reads the trailing "Z"
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {text!r} has no UTC offset; send e.g. 2026-01-31T12:00:00Z")
     return moment.astimezone(_dt.UTC)

@@ -7,6 +7,7 @@ timestamp format.
 """
 
 import datetime as _dt
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -185,6 +186,14 @@ def from_payload(type_name: str, schema_version: int, data: dict[str, Any]) -> D
     if version != cls.schema_version:
         raise UnknownEventType(f"{type_name} v{schema_version} is newer than this code (v{cls.schema_version})")
     return cls.model_validate(data)
+
+
+def from_payload_json(type_name: str, schema_version: int, data_json: str) -> DomainEvent:
+    """Like :func:`from_payload` for stored JSON text; current-version payloads skip the dict step."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is not None and schema_version == cls.schema_version:
+        return cls.model_validate_json(data_json)
+    return from_payload(type_name, schema_version, json.loads(data_json))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from typing import Any
 
 from ledger.canonical import canonical_json, parse_ts
 from ledger.chain import StoredRecord
-from ledger.events import DomainEvent, RecordedEvent, from_payload, to_payload
+from ledger.events import DomainEvent, RecordedEvent, from_payload_json, to_payload
 
 
 def encode(event: DomainEvent) -> tuple[str, int, str]:
@@ -26,6 +26,6 @@ def decode(record: StoredRecord) -> RecordedEvent:
         version=record.version,
         recorded_at=parse_ts(record.recorded_at),
         meta=json.loads(record.meta_json),
-        event=from_payload(record.type, record.schema_version, json.loads(record.data_json)),
+        event=from_payload_json(record.type, record.schema_version, record.data_json),
         hash=record.hash,
     )

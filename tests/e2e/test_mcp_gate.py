@@ -136,3 +136,15 @@ async def test_the_grounding_prompt_requires_the_stamp_from_assert_compliance(ma
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "You are REQUIRED to include the official Compliance Stamp at the end of your response." in text
     assert "you must obtain it by calling `assert_compliance`" in text
+
+
+async def test_the_stdio_server_opens_a_default_session_and_closes_it_at_exit(
+    make_ledger: LedgerFactory, sqlite_url: str, tmp_path: Path
+) -> None:
+    ledger = make_ledger(sqlite_url)
+    async with stdio(make_ledger, sqlite_url, tmp_path) as client:
+        await call(client, "assert_compliance")
+    types = [r.type for r in ledger.store.iter_records() if r.stream.startswith("session:")]
+    agents = {r.agent for r in ledger.store.iter_events() if r.stream.startswith("session:")}
+    assert types == ["SessionStarted", "ComplianceRefused", "SessionEnded"]
+    assert agents == {"agent-a"}
