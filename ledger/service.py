@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -16,7 +17,7 @@ from typing import Any, Literal, TypeVar
 from ledger import clock as _clock
 from ledger import gate, memory, receipts, sessions
 from ledger.chain import StoredRecord
-from ledger.errors import ConcurrencyError, InvalidInput, NotFound, StoreUnavailable
+from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound, StoreUnavailable
 from ledger.events import ApiKeyIssued, ComplianceStamped, DomainEvent, LedgerInitialised, RecordedEvent
 from ledger.mapper import decode
 from ledger.results import (
@@ -71,6 +72,7 @@ class Ledger:
     config: LedgerConfig = field(default_factory=LedgerConfig)
     clock: _clock.Clock = _clock.now
     _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
+    _reports_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- plumbing -------------------------------------------------------------------------------------
 
@@ -107,6 +109,13 @@ class Ledger:
         self.index.create_schema()
         state = self.store.load_stream(LEDGER_STREAM)
         if state.version:
+            bound = [e.event.receipt_key_id for e in state.events if isinstance(e.event, LedgerInitialised)]
+            if bound and bound[0] != self.key.key_id:
+                raise Conflict(
+                    f"this ledger was initialised with receipt key {bound[0]}, but the key file holds "
+                    f"{self.key.key_id}; receipts signed now could not be checked against earlier ones",
+                    "restore the original key file (LEDGER_KEY_FILE / --key-file)",
+                )
             return False
         try:
             self.store.append(LEDGER_STREAM, 0, [LedgerInitialised(receipt_key_id=self.key.key_id)],
@@ -252,13 +261,15 @@ class Ledger:
         """Per-agent gate counts, live (tailing the log) or replayed to a time or position."""
         until = self._until(as_of, position)
         if until is None:
-            runner = self._reports
-            runner.catch_up(lambda after: self.store.iter_events(after))
+            with self._reports_lock:  # HTTP requests run on a thread pool; the live runner is shared
+                self._reports.catch_up(lambda after: self.store.iter_events(after))
+                position, agents = self._reports.position, dict(self._reports.state(COMPLIANCE.name))
         else:
             runner = ProjectionRunner([COMPLIANCE])
             runner.run(self.store.iter_events(0, until))
-        rows = [AgentReport.of(a) for k, a in sorted(runner.state(COMPLIANCE.name).items()) if not agent or k == agent]
-        return ComplianceReport(position=runner.position if until is None else until, as_of=as_of, agents=rows)
+            position, agents = until, dict(runner.state(COMPLIANCE.name))
+        rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
+        return ComplianceReport(position=position, as_of=as_of, agents=rows)
 
     def replay(self, *, as_of: _dt.datetime | None = None, position: int | None = None,
                progress: Callable[[int], None] | None = None) -> Replay:

@@ -99,3 +99,12 @@ def test_serve_refuses_a_public_bind_without_api_keys(make_ledger: LedgerFactory
     code, _, err = cli(tmp_path, str(ledger.store.engine.url), "serve", "--host", "0.0.0.0")
     assert code == 2
     assert "refusing to listen on 0.0.0.0 without API keys" in err and "keys add" in err
+
+
+def test_init_refuses_a_receipt_key_that_is_not_the_ledgers_own(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    url = str(ledger.store.engine.url)
+    (tmp_path / "receipt.key").unlink()
+    code, _, err = cli(tmp_path, url, "init")
+    assert code == 1
+    assert "restore the original key file" in err
