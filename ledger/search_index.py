@@ -95,6 +95,10 @@ class SearchIndex:
             cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
             row = cur.fetchone()
             start = int(row[0]) if row else 0
+            if start >= head:
+                # Another process caught up past the head read above while this one waited for the lock;
+                # writing ``head`` now would move the checkpoint backwards and re-apply events later.
+                return 0
             for rec in self.store.iter_records(start, head, types=[MemoryRemembered.type_name]):
                 event = decode(rec).event
                 assert isinstance(event, MemoryRemembered)

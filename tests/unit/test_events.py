@@ -1,0 +1,204 @@
+"""The event vocabulary through the one mapper: every type round-trips, old payloads are upcast on read."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from ledger import events as ev
+from ledger.canonical import canonical_json, format_ts
+from ledger.chain import GENESIS_HASH, StoredRecord, record_hash
+from ledger.errors import InvalidInput
+from ledger.mapper import decode, encode, encode_meta
+
+RECORDED_AT = _dt.datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=_dt.UTC)
+META = {"agent": "alice", "source": "mcp", "session_id": "ses_" + "ab" * 10, "correlation_id": "c-1"}
+
+SAMPLES: list[ev.DomainEvent] = [
+    ev.LedgerInitialised(receipt_key_id="0123456789abcdef"),
+    ev.ApiKeyIssued(key_id="key_0123456789", agent="alice", key_sha256="a" * 64),
+    ev.SessionStarted(
+        session_id="ses_1", agent="alice", role="dev", working_dir="/srv/app", focus="the gate"
+    ),
+    ev.SessionStarted(session_id="ses_2", agent="bob", role="reviewer"),
+    ev.SessionEnded(session_id="ses_1"),
+    ev.SessionEnded(session_id="ses_1", reason="lockout"),
+    ev.MemoryRemembered(
+        block_id="blk_1", content="Ünïcode ✓ memory\nwith lines", tags=["project/db", "x"], session_id="ses_1"
+    ),
+    ev.MemoryRemembered(block_id="blk_2", content="no tags, no session", tags=[]),
+    ev.MemoryDuplicateRejected(block_id="blk_1", session_id="ses_1"),
+    ev.MemorySearched(
+        session_id="ses_1",
+        query="database schema",
+        limit=10,
+        result_ids=["blk_1", "blk_2"],
+        count=2,
+        token_expires_at=_dt.datetime(2026, 3, 2, 9, 30, tzinfo=_dt.UTC),
+    ),
+    ev.MemorySearched(session_id="ses_1", query="nothing", limit=1, result_ids=[], count=0),
+    ev.ComplianceStamped(session_id="ses_1", search_position=12, count=2, stamp="[COMPLIANCE] YES ..."),
+    *[
+        ev.ComplianceRefused(session_id="ses_1", reason=r, message="⛔ GATE CLOSED.")
+        for r in ("no_search", "token_consumed", "token_expired", "anchor_required")
+    ],
+]
+
+
+def store_record(type_name: str, schema_version: int, data_json: str, position: int = 7) -> StoredRecord:
+    """A record as the store would hold it (valid hash), from already-encoded payload text."""
+    fields: dict[str, Any] = dict(
+        position=position,
+        stream="session:ses_1",
+        version=3,
+        type=type_name,
+        schema_version=schema_version,
+        data_json=data_json,
+        meta_json=encode_meta(META),
+        recorded_at=format_ts(RECORDED_AT),
+        prev_hash=GENESIS_HASH,
+    )
+    return StoredRecord(**fields, hash=record_hash(**fields))
+
+
+def round_trip(event: ev.DomainEvent) -> ev.RecordedEvent:
+    type_name, schema_version, data_json = encode(event)
+    return decode(store_record(type_name, schema_version, data_json))
+
+
+def test_the_samples_cover_every_event_type_in_the_vocabulary() -> None:
+    assert {type(e).type_name for e in SAMPLES} == set(ev.EVENT_TYPES)
+    assert len(ev.EVENT_TYPES) == len(ev.VOCABULARY)
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).type_name)
+def test_every_event_type_round_trips_through_the_mapper(event: ev.DomainEvent) -> None:
+    recorded = round_trip(event)
+    assert recorded.event == event
+    assert type(recorded.event) is type(event)
+    assert recorded.position == 7 and recorded.stream == "session:ses_1" and recorded.version == 3
+    assert recorded.recorded_at == RECORDED_AT
+    assert dict(recorded.meta) == META
+    assert recorded.agent == "alice"
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).type_name)
+def test_the_mapper_stores_the_stable_type_name_current_version_and_canonical_json(
+    event: ev.DomainEvent,
+) -> None:
+    type_name, schema_version, data_json = encode(event)
+    assert type_name == type(event).type_name
+    assert "." not in type_name  # a stable name, never a module path
+    assert schema_version == type(event).schema_version
+    assert data_json == canonical_json(json.loads(data_json))
+
+
+def test_event_timestamps_are_stored_in_the_one_fixed_utc_format() -> None:
+    moment = _dt.datetime(2026, 3, 2, 11, 30, tzinfo=_dt.timezone(_dt.timedelta(hours=2)))
+    searched = ev.MemorySearched(
+        session_id="s", query="q", limit=1, result_ids=[], count=0, token_expires_at=moment
+    )
+    _, _, data_json = encode(searched)
+    assert json.loads(data_json)["token_expires_at"] == "2026-03-02T09:30:00.000000Z"
+    assert round_trip(searched).event == searched
+
+
+def test_events_are_frozen_and_refuse_unknown_fields() -> None:
+    ended = ev.SessionEnded(session_id="ses_1")
+    with pytest.raises(ValidationError):
+        ended.reason = "changed"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        ev.SessionEnded(session_id="ses_1", extra="x")  # type: ignore[call-arg]
+
+
+def test_event_timestamps_must_carry_an_offset() -> None:
+    with pytest.raises(ValidationError, match="UTC offset"):
+        ev.MemorySearched(
+            session_id="s",
+            query="q",
+            limit=1,
+            result_ids=[],
+            count=0,
+            token_expires_at=_dt.datetime(2026, 3, 2, 9, 30),
+        )
+
+
+@given(
+    content=st.text(st.characters(codec="utf-8"), min_size=1),
+    tags=st.lists(st.text(st.characters(codec="utf-8"), min_size=1), max_size=5),
+)
+def test_remembered_content_and_tags_of_any_unicode_round_trip(content: str, tags: list[str]) -> None:
+    event = ev.MemoryRemembered(block_id="blk_x", content=content, tags=tags)
+    assert round_trip(event).event == event
+
+
+# --- upcasting ----------------------------------------------------------------------------------------------
+
+
+def test_a_stored_v1_memory_remembered_payload_is_read_back_as_v2_with_a_tag_list() -> None:
+    v1 = canonical_json(
+        {"block_id": "blk_old", "content": "an old memory", "tags": "a, b", "session_id": None}
+    )
+    recorded = decode(store_record("MemoryRemembered", 1, v1))
+    assert recorded.event == ev.MemoryRemembered(block_id="blk_old", content="an old memory", tags=["a", "b"])
+    assert type(recorded.event).schema_version == 2
+
+
+@pytest.mark.parametrize(
+    ("stored_tags", "tags"),
+    [("a, b", ["a", "b"]), ("solo", ["solo"]), ("", []), (" , x ,, ", ["x"]), (None, [])],
+)
+def test_the_v1_to_v2_upcaster_splits_comma_separated_tags(stored_tags: str | None, tags: list[str]) -> None:
+    data: dict[str, Any] = {"block_id": "blk_old", "content": "c"}
+    if stored_tags is not None:
+        data["tags"] = stored_tags
+    event = ev.from_payload("MemoryRemembered", 1, data)
+    assert isinstance(event, ev.MemoryRemembered) and event.tags == tags
+
+
+def test_a_current_payload_is_not_upcast_again() -> None:
+    event = ev.from_payload("MemoryRemembered", 2, {"block_id": "b", "content": "c", "tags": ["a, b"]})
+    assert isinstance(event, ev.MemoryRemembered) and event.tags == ["a, b"]
+
+
+def test_every_old_version_of_every_type_has_an_upcaster_to_the_next() -> None:
+    for name, cls in ev.EVENT_TYPES.items():
+        for version in range(1, cls.schema_version):
+            assert (name, version) in ev.UPCASTERS, f"{name} v{version} has no upcaster"
+
+
+def test_an_unknown_event_type_raises_unknown_event_type() -> None:
+    with pytest.raises(ev.UnknownEventType, match="unknown event type 'TeleportHappened'"):
+        decode(store_record("TeleportHappened", 1, "{}"))
+    with pytest.raises(ev.UnknownEventType):
+        ev.from_payload("ledger.events.SessionEnded", 1, {"session_id": "s"})
+
+
+def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:
+    data = canonical_json({"block_id": "b", "content": "c", "tags": ["a"]})
+    with pytest.raises(ev.UnknownEventType, match="newer than this code"):
+        decode(store_record("MemoryRemembered", 3, data))
+    with pytest.raises(ev.UnknownEventType, match="newer than this code"):
+        ev.from_payload("SessionEnded", 2, {"session_id": "s"})
+
+
+# --- text that cannot be stored -----------------------------------------------------------------------------
+
+
+def test_a_payload_with_a_lone_surrogate_is_refused_as_invalid_input_before_it_reaches_the_chain() -> None:
+    event = ev.SessionStarted(session_id="ses_1", agent="alice", role="dev", focus="half a pair \ud800")
+    with pytest.raises(InvalidInput) as caught:
+        encode(event)
+    assert "\ud800" not in caught.value.message  # the message itself must stay renderable
+    assert caught.value.hint
+
+
+def test_metadata_with_a_lone_surrogate_is_refused_as_invalid_input() -> None:
+    with pytest.raises(InvalidInput):
+        encode_meta({"agent": "\udfff"})
