@@ -4,6 +4,8 @@ import datetime as _dt
 import json
 from typing import Any
 
+from ledger.errors import InvalidInput
+
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
@@ -28,3 +30,15 @@ def parse_ts(text: str) -> _dt.datetime:
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {text!r} has no UTC offset; send e.g. 2026-01-31T12:00:00Z")
     return moment.astimezone(_dt.UTC)
+
+
+def require_utf8(text: str, what: str) -> str:
+    """Refuse text that has no UTF-8 form (lone surrogates, which JSON parsers let through)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"the {what} contains a lone surrogate, which is not valid Unicode text",
+            "send well-formed UTF-8 text (pair or remove the \\uD800-\\uDFFF escapes)",
+        ) from exc
+    return text

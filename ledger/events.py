@@ -180,6 +180,8 @@ def from_payload(type_name: str, schema_version: int, data: dict[str, Any]) -> D
     if cls is None:
         raise UnknownEventType(f"unknown event type {type_name!r}")
     version = schema_version
+    if version < 1:
+        raise UnknownEventType(f"{type_name} has an invalid schema version {schema_version}")
     while version < cls.schema_version:
         data = UPCASTERS[(type_name, version)](data)
         version += 1

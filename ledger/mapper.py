@@ -3,33 +3,20 @@
 import json
 from typing import Any
 
-from ledger.canonical import canonical_json, parse_ts
+from ledger.canonical import canonical_json, parse_ts, require_utf8
 from ledger.chain import StoredRecord
-from ledger.errors import InvalidInput
 from ledger.events import DomainEvent, RecordedEvent, from_payload_json, to_payload
-
-
-def _storable(text: str, what: str) -> str:
-    """Refuse text that has no UTF-8 form (lone surrogates, which JSON parsers let through)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(
-            f"the {what} contains a lone surrogate, which is not valid Unicode text",
-            "send well-formed UTF-8 text (pair or remove the \\uD800-\\uDFFF escapes)",
-        ) from exc
-    return text
 
 
 def encode(event: DomainEvent) -> tuple[str, int, str]:
     """Return ``(type, schema_version, canonical data JSON)`` for a typed event."""
-    data_json = _storable(canonical_json(to_payload(event)), event.type_name)
+    data_json = require_utf8(canonical_json(to_payload(event)), event.type_name)
     return event.type_name, event.schema_version, data_json
 
 
 def encode_meta(meta: dict[str, Any]) -> str:
     """Canonical JSON of an event's metadata (actor, session, source, correlation ids)."""
-    return _storable(canonical_json(meta), "event metadata")
+    return require_utf8(canonical_json(meta), "event metadata")
 
 
 def decode(record: StoredRecord) -> RecordedEvent:

@@ -6,6 +6,7 @@ import hashlib
 import re
 import unicodedata
 
+from ledger.canonical import require_utf8
 from ledger.errors import InvalidInput
 from ledger.events import DomainEvent, MemoryDuplicateRejected, MemoryRemembered
 
@@ -34,6 +35,7 @@ def stream_for(block_id: str) -> str:
 def check_content(content: str) -> str:
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("content is empty", "send the memory as a non-empty text")
+    require_utf8(content, "content")
     if len(content) > MAX_CONTENT_CHARS:
         raise InvalidInput(
             f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}",
@@ -63,6 +65,7 @@ def check_tags(tags: list[str] | None) -> list[str]:
 def check_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", "send what you are looking for, e.g. 'database migrations'")
+    require_utf8(query, "query")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"query is longer than {MAX_QUERY_CHARS} characters", "send a shorter query")
     return query.strip()

@@ -24,7 +24,7 @@ from sqlmodel import Field, SQLModel
 from ledger import clock as _clock
 from ledger.canonical import format_ts
 from ledger.chain import GENESIS_HASH, ChainReport, StoredRecord, record_hash, verify_chain
-from ledger.errors import ConcurrencyError, InvalidInput, LedgerError, NotInitialised, StoreUnavailable
+from ledger.errors import ConcurrencyError, Conflict, InvalidInput, LedgerError, NotInitialised, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.mapper import decode, encode, encode_meta
 
@@ -133,6 +133,9 @@ def translate_errors(dialect: str) -> Iterator[None]:
         if "no such table" in str(exc):
             raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
         raise StoreUnavailable(f"SQLite store unavailable: {exc}", "check the database file and disk") from exc
+    except (sqlite3.IntegrityError, *_PG_INTEGRITY) as exc:
+        # Appends check versions under a lock, so this means a writer bypassed it (or the schema changed).
+        raise Conflict(f"the store rejected the write: {str(exc).strip()}", "re-load and retry") from exc
     except _PG_UNDEFINED_TABLE as exc:
         raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
     except _PG_OPERATIONAL as exc:

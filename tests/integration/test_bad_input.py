@@ -117,3 +117,16 @@ async def test_mcp_rejects_unknown_arguments_and_bad_values_without_appending(ma
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.mark.parametrize("field", ["content", "query"])
+def test_text_with_a_lone_surrogate_is_refused_not_crashed(setup: tuple[Ledger, str, str], field: str) -> None:
+    ledger, sid, _ = setup
+    head = ledger.store.head()
+    with pytest.raises(InvalidInput) as caught:
+        if field == "content":
+            ledger.remember(ALICE, "bad \ud800 text", [], sid)
+        else:
+            ledger.search(ALICE, sid, "bad \ud800 text")
+    assert "lone surrogate" in caught.value.message
+    assert ledger.store.head() == head
