@@ -1,6 +1,9 @@
 """The one mapper between typed events and stored records (STYLE 3: the event is not its database row)."""
 
+import functools
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ledger.canonical import canonical_json, parse_ts, require_utf8
@@ -19,6 +22,12 @@ def encode_meta(meta: dict[str, Any]) -> str:
     return require_utf8(canonical_json(meta), "event metadata")
 
 
+@functools.lru_cache(maxsize=4096)
+def _meta(meta_json: str) -> Mapping[str, Any]:
+    """Parsed metadata, shared read-only: a session's events all carry the same meta text."""
+    return MappingProxyType(json.loads(meta_json))
+
+
 def decode(record: StoredRecord) -> RecordedEvent:
     """Turn a stored record back into a typed event, upcasting old payload versions."""
     return RecordedEvent(
@@ -26,7 +35,7 @@ def decode(record: StoredRecord) -> RecordedEvent:
         stream=record.stream,
         version=record.version,
         recorded_at=parse_ts(record.recorded_at),
-        meta=json.loads(record.meta_json),
+        meta=_meta(record.meta_json),
         event=from_payload_json(record.type, record.schema_version, record.data_json),
         hash=record.hash,
     )

@@ -10,6 +10,7 @@ import datetime as _dt
 import hashlib
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -33,7 +34,7 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.search_index import SearchIndex
-from ledger.storage import SqlEventStore, StreamState
+from ledger.storage import SqlEventStore
 from projections import sessions as session_proj
 from projections.runner import ALL, COMPLIANCE, SESSIONS, ProjectionRunner
 from projections.sessions import SessionView
@@ -43,6 +44,7 @@ T = TypeVar("T")
 API_KEYS_STREAM = "apikeys"
 LEDGER_STREAM = "ledger"
 MAX_AGENT_CHARS = 64
+SESSION_CACHE_SIZE = 10_000  # session views kept per process; evicted least recently used
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Ledger:
     clock: _clock.Clock = _clock.now
     _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
     _reports_lock: threading.Lock = field(default_factory=threading.Lock)
+    _session_cache: OrderedDict[str, tuple[int, SessionView]] = field(default_factory=OrderedDict)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- plumbing -------------------------------------------------------------------------------------
 
@@ -93,13 +97,43 @@ class Ledger:
                 continue
         raise StoreUnavailable("the stream kept changing under this request", "retry the request")
 
-    def _session(self, session_id: str) -> tuple[StreamState, SessionView | None]:
-        state = self.store.load_stream(sessions.stream_for(sessions.check_session_id(session_id)))
-        return state, session_proj.fold(state.events)
+    def _session(self, session_id: str) -> tuple[str, int, SessionView | None]:
+        """The session's stream, version and view: cached view plus whatever was appended since.
 
-    def _open_session(self, actor: Actor, session_id: str) -> tuple[StreamState, SessionView]:
-        state, view = self._session(session_id)
-        return state, sessions.authorise(view, session_id, actor.agent)
+        The log is append-only, so a cached (version, view) pair is always a correct prefix; the append's
+        ``expected_version`` still decides any race.
+        """
+        stream = sessions.stream_for(sessions.check_session_id(session_id))
+        version, view = self._session_cache.get(stream, (0, None))
+        state = self.store.load_stream(stream, version)
+        for rec in state.events:
+            view = session_proj.evolve(view, rec)
+        self._cache_session(stream, state.version, view)
+        return stream, state.version, view
+
+    def _cache_session(self, stream: str, version: int, view: SessionView | None) -> None:
+        if view is None:
+            return
+        with self._cache_lock:
+            cached = self._session_cache.get(stream)
+            if cached is None or cached[0] < version:
+                self._session_cache[stream] = (version, view)
+                self._session_cache.move_to_end(stream)
+                while len(self._session_cache) > SESSION_CACHE_SIZE:
+                    self._session_cache.popitem(last=False)
+
+    def _open_session(self, actor: Actor, session_id: str) -> tuple[str, int, SessionView]:
+        stream, version, view = self._session(session_id)
+        return stream, version, sessions.authorise(view, session_id, actor.agent)
+
+    def _append_to_session(self, actor: Actor, stream: str, version: int, view: SessionView | None,
+                           events: list[DomainEvent]) -> tuple[list[RecordedEvent], SessionView | None]:
+        session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
+        recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
+        for rec in recorded:
+            view = session_proj.evolve(view, rec)
+        self._cache_session(stream, version + len(recorded), view)
+        return recorded, view
 
     # --- setup ----------------------------------------------------------------------------------------
 
@@ -133,18 +167,14 @@ class Ledger:
         events = sessions.decide_clock_in(
             session_id=session_id, agent=actor.agent, role=role, working_dir=working_dir, focus=focus
         )
-        recorded = self.store.append(sessions.stream_for(session_id), 0, events, self._meta(actor, session_id))
-        view = session_proj.fold(recorded)
+        _, view = self._append_to_session(actor, sessions.stream_for(session_id), 0, None, list(events))
         assert view is not None
         return SessionInfo.of(view)
 
     def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
         def attempt() -> SessionInfo:
-            state, view = self._open_session(actor, session_id)
-            recorded = self.store.append(
-                state.stream, state.version, sessions.decide_clock_out(view), self._meta(actor, session_id)
-            )
-            final = session_proj.fold([*state.events, *recorded])
+            stream, version, view = self._open_session(actor, session_id)
+            _, final = self._append_to_session(actor, stream, version, view, list(sessions.decide_clock_out(view)))
             assert final is not None
             return SessionInfo.of(final)
 
@@ -191,13 +221,13 @@ class Ledger:
         limit = memory.check_limit(limit)
 
         def attempt() -> SearchResult:
-            state, view = self._open_session(actor, session_id)
+            stream, version, view = self._open_session(actor, session_id)
             hits = self.index.search(query, limit)
             events = gate.decide_search(
                 view, query=query, limit=limit, result_ids=[h.block_id for h in hits], now=self.clock(),
                 ttl=self.config.token_ttl,
             )
-            self.store.append(state.stream, state.version, events, self._meta(actor, session_id))
+            self._append_to_session(actor, stream, version, view, events)
             return SearchResult(
                 results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
                 count=len(hits), session_id=session_id, token_expires_at=events[0].token_expires_at,  # type: ignore[attr-defined]
@@ -211,9 +241,9 @@ class Ledger:
         """PASS (consuming the token) with a stamp and receipt, or a recorded FAIL with guidance."""
 
         def attempt() -> AssertResult:
-            state, view = self._open_session(actor, session_id)
+            stream, version, view = self._open_session(actor, session_id)
             decision: DomainEvent = gate.decide_assert(view, self.clock())
-            [rec] = self.store.append(state.stream, state.version, [decision], self._meta(actor, session_id))
+            [rec], _ = self._append_to_session(actor, stream, version, view, [decision])
             if isinstance(decision, ComplianceStamped):
                 receipt = receipts.sign(
                     self.key, position=rec.position, hash=rec.hash, session_id=session_id, count=decision.count

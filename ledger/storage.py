@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,8 +23,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from ledger import clock as _clock
-from ledger.canonical import format_ts
-from ledger.chain import GENESIS_HASH, ChainReport, StoredRecord, record_hash, verify_chain
+from ledger.canonical import format_ts, parse_ts
+from ledger.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, LedgerError, NotInitialised, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.mapper import decode, encode, encode_meta
@@ -39,6 +40,9 @@ try:  # psycopg is a dependency, but keep the SQLite path importable without it.
     _PG_INTEGRITY: tuple[type[BaseException], ...] = (psycopg.IntegrityError,)
 except ImportError:  # pragma: no cover
     _PG_OPERATIONAL = _PG_UNDEFINED_TABLE = _PG_INTEGRITY = ()
+
+
+_INTEGRITY: tuple[type[BaseException], ...] = (sqlite3.IntegrityError, *_PG_INTEGRITY)
 
 
 class EventRow(SQLModel, table=True):
@@ -133,7 +137,7 @@ def translate_errors(dialect: str) -> Iterator[None]:
         if "no such table" in str(exc):
             raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
         raise StoreUnavailable(f"SQLite store unavailable: {exc}", "check the database file and disk") from exc
-    except (sqlite3.IntegrityError, *_PG_INTEGRITY) as exc:
+    except _INTEGRITY as exc:
         # Appends check versions under a lock, so this means a writer bypassed it (or the schema changed).
         raise Conflict(f"the store rejected the write: {str(exc).strip()}", "re-load and retry") from exc
     except _PG_UNDEFINED_TABLE as exc:
@@ -228,32 +232,17 @@ class SqlEventStore:
             position, prev_hash, last_at = head if head else (0, GENESIS_HASH, "")
             # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
             recorded_at = max(format_ts(self._clock()), last_at)
-            rows = []
-            for type_name, schema_version, data_json in encoded:
-                position += 1
-                actual += 1
-                digest = record_hash(
-                    position=position,
-                    stream=stream,
-                    version=actual,
-                    type=type_name,
-                    schema_version=schema_version,
-                    data_json=data_json,
-                    meta_json=meta_json,
-                    recorded_at=recorded_at,
-                    prev_hash=prev_hash,
-                )
-                rows.append(
-                    (position, stream, actual, type_name, schema_version, data_json, meta_json, recorded_at,
-                     prev_hash, digest)
-                )
-                prev_hash = digest
+            rows = chain_rows(position=position, version=actual, stream=stream, recorded_at=recorded_at,
+                              prev_hash=prev_hash, meta_json=meta_json, encoded=encoded)
             insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             if len(rows) == 1:
                 cur.execute(insert, rows[0])
             else:
                 cur.executemany(insert, rows)
-        return [decode(StoredRecord(*r)) for r in rows]
+        # Build the result from the typed events already in hand instead of decoding the rows again.
+        at = parse_ts(recorded_at)
+        frozen_meta = MappingProxyType(dict(meta))
+        return [RecordedEvent(r[0], stream, r[2], at, frozen_meta, e, r[9]) for r, e in zip(rows, events, strict=True)]
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -262,13 +251,25 @@ class SqlEventStore:
         text = f"SELECT {_COLUMNS} FROM events {where} ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
-        with translate_errors(self.dialect), self.engine.connect() as conn:
-            return [StoredRecord(*r) for r in conn.exec_driver_sql(self.sql(text), tuple(params)).fetchall()]
+        with self._read_cursor() as cur:
+            cur.execute(self.sql(text), tuple(params))
+            return [StoredRecord(*r) for r in cur.fetchall()]
 
-    def load_stream(self, stream: str) -> StreamState:
-        """Load every event of ``stream`` for a decision, with its current version."""
-        events = [decode(r) for r in self._select("WHERE stream = ?", (stream,), order="version")]
-        return StreamState(stream, events[-1].version if events else 0, events)
+    @contextlib.contextmanager
+    def _read_cursor(self) -> Iterator[Any]:
+        """A DBAPI cursor for reads (cheaper than SQLAlchemy result rows on the replay path)."""
+        with translate_errors(self.dialect):
+            conn = self.engine.raw_connection()
+            try:
+                yield conn.cursor()
+            finally:
+                conn.close()  # the pool rolls back whatever read transaction the driver opened
+
+    def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
+        """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
+        records = self._select("WHERE stream = ? AND version > ?", (stream, after_version), order="version")
+        events = [decode(r) for r in records]
+        return StreamState(stream, events[-1].version if events else after_version, events)
 
     def get(self, position: int) -> StoredRecord | None:
         rows = self._select("WHERE position = ?", (position,))

@@ -74,7 +74,7 @@ def session_key(rec: RecordedEvent) -> str | None:
 
 
 def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
-    """Apply one event of a session stream to the session's view."""
+    """Apply one event of a session stream to the session's view (one copy per event)."""
     e = rec.event
     if isinstance(e, SessionStarted):
         return SessionView(
@@ -83,23 +83,25 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
         )
     if view is None:
         return None
-    view = replace(view, last_event_at=rec.recorded_at, version=rec.version, position=rec.position)
-    if isinstance(e, SessionEnded):
-        return replace(view, ended_at=rec.recorded_at)
+    at, version, position = rec.recorded_at, rec.version, rec.position
     if isinstance(e, MemorySearched):
         token = Token(
             search_position=rec.position, issued_at=rec.recorded_at, query=e.query, count=e.count,
             result_ids=tuple(e.result_ids), expires_at=e.token_expires_at,
         )
-        return replace(view, token=token, searches=view.searches + 1)
+        return replace(view, token=token, searches=view.searches + 1, last_event_at=at, version=version,
+                       position=position)
     if isinstance(e, ComplianceStamped):
         current = view.token
         if current is not None and current.search_position == e.search_position:
             current = replace(current, consumed_position=rec.position)
-        return replace(view, token=current, stamps=view.stamps + 1, last_stamp_position=rec.position)
+        return replace(view, token=current, stamps=view.stamps + 1, last_stamp_position=rec.position,
+                       last_event_at=at, version=version, position=position)
     if isinstance(e, ComplianceRefused):
-        return replace(view, refusals=view.refusals + 1)
-    return view
+        return replace(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
+    if isinstance(e, SessionEnded):
+        return replace(view, ended_at=at, last_event_at=at, version=version, position=position)
+    return replace(view, last_event_at=at, version=version, position=position)
 
 
 def fold(events: Iterable[RecordedEvent]) -> SessionView | None:
