@@ -5,11 +5,10 @@ With no keys issued, the server only binds to loopback and every caller is the c
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 from ledger.errors import Unauthorized
-import hashlib
-
 from ledger.service import Ledger
 
 

@@ -24,8 +24,13 @@ class InitReport:
 
 def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) -> Ledger:
     store = SqlEventStore(make_engine(settings.db_url), clock=clock)
-    return Ledger(store=store, index=SearchIndex(store), key=key,
-                  config=LedgerConfig(token_ttl=settings.token_ttl), clock=clock)
+    return Ledger(
+        store=store,
+        index=SearchIndex(store),
+        key=key,
+        config=LedgerConfig(token_ttl=settings.token_ttl),
+        clock=clock,
+    )
 
 
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:

@@ -43,10 +43,14 @@ err = Console(stderr=True)
 @app.callback()
 def _global(
     ctx: typer.Context,
-    db: Annotated[str | None, typer.Option("--db", help="database URL (default: LEDGER_DATABASE_URL or "
-                                                          "an SQLite file under --home)")] = None,
-    home: Annotated[Path | None, typer.Option(help="data directory (default: LEDGER_HOME or "
-                                                     "~/.local/share/compliance-ledger)")] = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="database URL (default: LEDGER_DATABASE_URL or an SQLite file under --home)"),
+    ] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(help="data directory (default: LEDGER_HOME or ~/.local/share/compliance-ledger)"),
+    ] = None,
     key_file: Annotated[Path | None, typer.Option(help="receipt key file (default: HOME/receipt.key)")] = None,
 ) -> None:
     overrides: dict[str, Any] = {}
@@ -89,8 +93,15 @@ def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
 @contextmanager
 def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """A rich progress bar on stderr (silent when stderr is not a terminal)."""
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
-                  transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task(label, total=total)
         yield lambda n: progress.update(task, completed=n)
 
@@ -101,8 +112,9 @@ def _when(text: str | None) -> _dt.datetime | None:
     try:
         return parse_ts(text)
     except ValueError as exc:
-        raise _fail(InvalidInput(f"--as-of {text!r} is not a time", "send ISO 8601 with an offset, "
-                                 "e.g. 2026-01-31T12:00:00Z")) from exc
+        raise _fail(
+            InvalidInput(f"--as-of {text!r} is not a time", "send ISO 8601 with an offset, e.g. 2026-01-31T12:00:00Z")
+        ) from exc
 
 
 def _print_json(value: Any) -> None:
@@ -121,10 +133,14 @@ def init(ctx: typer.Context) -> None:
     except LedgerError as exc:
         raise _fail(exc) from exc
     ledger.store.engine.dispose()
-    out.print(f"database   {redact(report.database_url)} "
-              f"({'initialised' if report.ledger_created else 'already initialised'})")
-    out.print(f"receipt key {report.key_path} ({'created' if report.key_created else 'kept'}) — "
-              "back it up: without it no receipt can be verified")
+    out.print(
+        f"database   {redact(report.database_url)} "
+        f"({'initialised' if report.ledger_created else 'already initialised'})"
+    )
+    out.print(
+        f"receipt key {report.key_path} ({'created' if report.key_created else 'kept'}) — "
+        "back it up: without it no receipt can be verified"
+    )
 
 
 @keys_app.command("add")
@@ -178,10 +194,18 @@ def serve(
     from api.rest import build_app
 
     base = _settings(ctx)
-    settings = base.model_copy(update={k: v for k, v in {
-        "host": host, "port": port, "agent": agent,
-        "allowed_hosts": [*base.allowed_hosts, *(allowed_host or [])],
-    }.items() if v is not None})
+    settings = base.model_copy(
+        update={
+            k: v
+            for k, v in {
+                "host": host,
+                "port": port,
+                "agent": agent,
+                "allowed_hosts": [*base.allowed_hosts, *(allowed_host or [])],
+            }.items()
+            if v is not None
+        }
+    )
     try:
         ledger, report = initialise(settings)
         keys = ledger.api_keys()
@@ -189,13 +213,17 @@ def serve(
         raise _fail(exc) from exc
     if not _is_loopback(settings.host) and not keys:
         ledger.store.engine.dispose()
-        raise _fail(InvalidInput(
-            f"refusing to listen on {settings.host} without API keys: anyone could act as any agent",
-            "create one with `compliance-ledger keys add --agent NAME`, or bind to 127.0.0.1",
-        ))
+        raise _fail(
+            InvalidInput(
+                f"refusing to listen on {settings.host} without API keys: anyone could act as any agent",
+                "create one with `compliance-ledger keys add --agent NAME`, or bind to 127.0.0.1",
+            )
+        )
     err.print(f"Compliance Ledger on http://{settings.host}:{settings.port}  (REST; MCP at /mcp; docs at /docs)")
-    err.print(f"database {redact(report.database_url)}; "
-              + (f"{len(keys)} API key(s) required" if keys else f"no API keys: callers act as {settings.agent!r}"))
+    err.print(
+        f"database {redact(report.database_url)}; "
+        + (f"{len(keys)} API key(s) required" if keys else f"no API keys: callers act as {settings.agent!r}")
+    )
     uvicorn.run(build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning")
 
 
@@ -212,8 +240,10 @@ def verify(ctx: typer.Context) -> None:
     if report.ok:
         out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
         return
-    err.print(f"[red]chain broken at position {report.first_bad_position}[/red]: {report.reason} "
-              f"({report.checked} events verified before it)")
+    err.print(
+        f"[red]chain broken at position {report.first_bad_position}[/red]: {report.reason} "
+        f"({report.checked} events verified before it)"
+    )
     raise typer.Exit(1)
 
 
@@ -227,8 +257,10 @@ def verify_stamp(ctx: typer.Context, receipt: str, as_json: Annotated[bool, type
     else:
         out.print(("[green]genuine[/green]" if result.valid else "[red]NOT genuine[/red]") + f": {result.reason}")
         if result.valid:
-            out.print(f"event {result.position} · session {result.session_id} · agent {result.agent} · "
-                      f"{result.count} memories · {result.recorded_at}")
+            out.print(
+                f"event {result.position} · session {result.session_id} · agent {result.agent} · "
+                f"{result.count} memories · {result.recorded_at}"
+            )
     raise typer.Exit(0 if result.valid else 1)
 
 
@@ -254,18 +286,32 @@ def replay(
     if session is not None and not states:
         raise _fail(InvalidInput(f"session {session} does not exist at that point", "check the id and the time"))
     if as_json:
-        _print_json({
-            "position": result.position, "as_of": result.moment.isoformat(), "index_rebuilt": rebuilt,
-            "sessions": [s.model_dump(mode="json") for s in states],
-            "compliance": [a.model_dump(mode="json") for a in result.compliance()],
-        })
+        _print_json(
+            {
+                "position": result.position,
+                "as_of": result.moment.isoformat(),
+                "index_rebuilt": rebuilt,
+                "sessions": [s.model_dump(mode="json") for s in states],
+                "compliance": [a.model_dump(mode="json") for a in result.compliance()],
+            }
+        )
         return
-    out.print(f"replayed to position {result.position} (as of {result.moment.isoformat()})"
-              + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else ""))
+    out.print(
+        f"replayed to position {result.position} (as of {result.moment.isoformat()})"
+        + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
+    )
     table = Table("session", "agent", "role", "open", "token", "searches", "stamps", "refusals")
     for s in states[-50:]:
-        table.add_row(s.session_id, s.agent, s.role, "no" if s.ended_at else "yes", s.token.status,
-                      str(s.searches), str(s.stamps), str(s.refusals))
+        table.add_row(
+            s.session_id,
+            s.agent,
+            s.role,
+            "no" if s.ended_at else "yes",
+            s.token.status,
+            str(s.searches),
+            str(s.stamps),
+            str(s.refusals),
+        )
     out.print(table)
     _print_compliance(result.compliance())
 
@@ -287,8 +333,14 @@ def events(
             if as_json:
                 _print_json(row)
             else:
-                table.add_row(str(rec.position), rec.recorded_at, rec.stream, rec.type,
-                              str(row["meta"].get("agent", "")), rec.hash[:12])
+                table.add_row(
+                    str(rec.position),
+                    rec.recorded_at,
+                    rec.stream,
+                    rec.type,
+                    str(row["meta"].get("agent", "")),
+                    rec.hash[:12],
+                )
             if limit and n >= limit:
                 break
         if not as_json:
@@ -346,8 +398,11 @@ def doctor(ctx: typer.Context) -> None:
         row("events", True, f"head position {head}, hash {head_hash[:16]}")
         init_events = ledger.store.load_stream(LEDGER_STREAM).events
         bound = [e.event.receipt_key_id for e in init_events if isinstance(e.event, LedgerInitialised)]
-        row("key binding", bool(bound) and bound[0] == ledger.key.key_id,
-            f"ledger bound to key {bound[0] if bound else '—'}")
+        row(
+            "key binding",
+            bool(bound) and bound[0] == ledger.key.key_id,
+            f"ledger bound to key {bound[0] if bound else '—'}",
+        )
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
         row("API keys", True, f"{len(ledger.api_keys())} issued")

@@ -7,6 +7,7 @@ agent (``--agent``) and open a default session for it at start; over HTTP the ag
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -44,10 +45,14 @@ def _forbid_unknown_arguments(server: MCPServer) -> None:
     """Make every tool reject arguments it does not declare (the SDK ignores them by default)."""
     for tool in server._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
-        strict = type(base.__name__, (base,), {
-            "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"}),
-            "__module__": base.__module__,
-        })
+        strict = type(
+            base.__name__,
+            (base,),
+            {
+                "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"}),
+                "__module__": base.__module__,
+            },
+        )
         tool.fn_metadata.arg_model = strict
         tool.parameters["additionalProperties"] = False
 
@@ -79,10 +84,9 @@ def build_mcp(
             sid = default["session_id"]
             if sid and agent:
                 default["session_id"] = None
-                try:
+                # The agent may have clocked the session out itself, or the store may be gone.
+                with contextlib.suppress(LedgerError):
                     ledger.clock_out(Actor(agent, "mcp"), sid)
-                except LedgerError:
-                    pass  # the session may already be clocked out by the agent itself
 
     mcp = MCPServer("compliance-ledger", instructions=INSTRUCTIONS, lifespan=lifespan)
 
@@ -153,4 +157,3 @@ def build_mcp(
 
     _forbid_unknown_arguments(mcp)
     return mcp
-

@@ -127,7 +127,10 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         allowed_origins=[f"http://{h}" for h in [*loopback, *settings.allowed_hosts]],
     )
     mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/", stateless_http=True, json_response=True, transport_security=security,
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
         host=settings.host,
     )
 
@@ -152,9 +155,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         try:
             head, _ = ledger.store.head()
         except LedgerError as exc:
-            return JSONResponse(
-                Health(status="unavailable", database=exc.message).model_dump(), status_code=503
-            )
+            return JSONResponse(Health(status="unavailable", database=exc.message).model_dump(), status_code=503)
         return Health(status="ok", database=ledger.store.dialect, head_position=head)
 
     @app.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED, tags=["sessions"])
@@ -167,7 +168,10 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
 
     @app.get("/sessions/{session_id}", response_model=SessionState, tags=["sessions"])
     def session_state(
-        session_id: str, _who: Caller, as_of: _dt.datetime | None = None, position: int | None = Query(None, ge=0)
+        session_id: str,
+        _who: Caller,
+        as_of: _dt.datetime | None = None,
+        position: int | None = Query(None, ge=0),
     ) -> Any:
         return ledger.session_state(session_id, as_of=as_of, position=position)
 
@@ -198,19 +202,21 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         limit: int = Query(100, ge=1, le=MAX_EVENTS_PAGE),
     ) -> Any:
         rows = []
-        for rec in ledger.store.iter_records(after, stream=stream, types=[type] if type else None,
-                                              batch_size=limit + 1):
+        for rec in ledger.store.iter_records(
+            after, stream=stream, types=[type] if type else None, batch_size=limit + 1
+        ):
             rows.append(rec)
             if len(rows) > limit:
                 break
         more = len(rows) > limit
         rows = rows[:limit]
-        return EventsPage(events=[event_dict(r) for r in rows],
-                          next_after=rows[-1].position if more and rows else None)
+        return EventsPage(events=[event_dict(r) for r in rows], next_after=rows[-1].position if more and rows else None)
 
     @app.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
     def compliance_report(
-        _who: Caller, agent: str | None = None, as_of: _dt.datetime | None = None,
+        _who: Caller,
+        agent: str | None = None,
+        as_of: _dt.datetime | None = None,
         position: int | None = Query(None, ge=0),
     ) -> Any:
         return ledger.compliance_report(agent, as_of=as_of, position=position)
@@ -233,8 +239,11 @@ def _install_error_handlers(app: FastAPI) -> None:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
             return JSONResponse(
-                error_body("malformed_json", "the request body is not valid JSON",
-                           "send a JSON object with Content-Type: application/json"),
+                error_body(
+                    "malformed_json",
+                    "the request body is not valid JSON",
+                    "send a JSON object with Content-Type: application/json",
+                ),
                 status_code=400,
             )
         parts = []
@@ -245,18 +254,15 @@ def _install_error_handlers(app: FastAPI) -> None:
             else:
                 parts.append(f"{where or 'body'}: {e.get('msg')}")
         return JSONResponse(
-            error_body("invalid_request", "; ".join(parts),
-                       "see /openapi.json for the fields this endpoint accepts"),
+            error_body("invalid_request", "; ".join(parts), "see /openapi.json for the fields this endpoint accepts"),
             status_code=422,
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         hint = "see /openapi.json for the available endpoints" if exc.status_code in (404, 405) else ""
-        return JSONResponse(error_body(f"http_{exc.status_code}", str(exc.detail), hint),
-                            status_code=exc.status_code)
+        return JSONResponse(error_body(f"http_{exc.status_code}", str(exc.detail), hint), status_code=exc.status_code)
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_request: Request, exc: StoreUnavailable) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=503)
-

@@ -18,14 +18,24 @@ def _s(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _text(*, data_json: str, meta_json: str, position: int, q_prev: str, q_at: str, schema_version: int,
-          q_stream: str, q_type: str, version: int) -> bytes:
+def _text(
+    *,
+    data_json: str,
+    meta_json: str,
+    position: int,
+    q_prev: str,
+    q_at: str,
+    schema_version: int,
+    q_stream: str,
+    q_type: str,
+    version: int,
+) -> bytes:
     """The record's canonical JSON (keys sorted) from its parts; ``q_*`` are already JSON-quoted strings."""
     return (
         f'{{"data":{data_json},"meta":{meta_json},"position":{position},"prev_hash":{q_prev},'
         f'"recorded_at":{q_at},"schema_version":{schema_version},"stream":{q_stream},'
         f'"type":{q_type},"version":{version}}}'
-    ).encode("utf-8")
+    ).encode()
 
 
 def record_hash(
@@ -41,10 +51,19 @@ def record_hash(
     prev_hash: str,
 ) -> str:
     """Return the SHA-256 hex digest of the record's canonical JSON (keys in sorted order)."""
-    return hashlib.sha256(_text(
-        data_json=data_json, meta_json=meta_json, position=position, q_prev=_s(prev_hash), q_at=_s(recorded_at),
-        schema_version=schema_version, q_stream=_s(stream), q_type=_s(type), version=version,
-    )).hexdigest()
+    return hashlib.sha256(
+        _text(
+            data_json=data_json,
+            meta_json=meta_json,
+            position=position,
+            q_prev=_s(prev_hash),
+            q_at=_s(recorded_at),
+            schema_version=schema_version,
+            q_stream=_s(stream),
+            q_type=_s(type),
+            version=version,
+        )
+    ).hexdigest()
 
 
 Row = tuple[int, str, int, str, int, str, str, str, str, str]
@@ -71,12 +90,33 @@ def chain_rows(
     for type_name, schema_version, data_json in encoded:
         position += 1
         version += 1
-        digest = hashlib.sha256(_text(
-            data_json=data_json, meta_json=meta_json, position=position, q_prev=q_prev, q_at=q_at,
-            schema_version=schema_version, q_stream=q_stream, q_type=_s(type_name), version=version,
-        )).hexdigest()
-        rows.append((position, stream, version, type_name, schema_version, data_json, meta_json, recorded_at,
-                     prev_hash, digest))
+        digest = hashlib.sha256(
+            _text(
+                data_json=data_json,
+                meta_json=meta_json,
+                position=position,
+                q_prev=q_prev,
+                q_at=q_at,
+                schema_version=schema_version,
+                q_stream=q_stream,
+                q_type=_s(type_name),
+                version=version,
+            )
+        ).hexdigest()
+        rows.append(
+            (
+                position,
+                stream,
+                version,
+                type_name,
+                schema_version,
+                data_json,
+                meta_json,
+                recorded_at,
+                prev_hash,
+                digest,
+            )
+        )
         prev_hash, q_prev = digest, f'"{digest}"'  # a hex digest needs no escaping
     return rows
 

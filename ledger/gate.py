@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ledger.events import ComplianceRefused, ComplianceStamped, DomainEvent, MemorySearched
+from ledger.events import ComplianceRefused, ComplianceStamped, MemorySearched
 from projections.sessions import SessionView
 
 STAMP_FOUND = "[COMPLIANCE] YES I HAVE SEARCHED, FOUND {n} RELEVANT MEMORIES, BROUGHT THEM TO AGENT."
@@ -42,19 +42,28 @@ def stamp_text(count: int) -> str:
 
 
 def decide_search(
-    view: SessionView, *, query: str, limit: int, result_ids: list[str], now: _dt.datetime,
+    view: SessionView,
+    *,
+    query: str,
+    limit: int,
+    result_ids: list[str],
+    now: _dt.datetime,
     ttl: _dt.timedelta | None,
-) -> list[DomainEvent]:
+) -> list[MemorySearched]:
     """Record the search; it replaces any unused token with a new one."""
     return [
         MemorySearched(
-            session_id=view.session_id, query=query, limit=limit, result_ids=result_ids, count=len(result_ids),
+            session_id=view.session_id,
+            query=query,
+            limit=limit,
+            result_ids=result_ids,
+            count=len(result_ids),
             token_expires_at=(now + ttl) if ttl else None,
         )
     ]
 
 
-def decide_assert(view: SessionView, now: _dt.datetime) -> DomainEvent:
+def decide_assert(view: SessionView, now: _dt.datetime) -> ComplianceStamped | ComplianceRefused:
     """PASS consumes a valid token; anything else is a recorded refusal with guidance."""
     token = view.token
     status = view.token_status(now)
@@ -69,6 +78,8 @@ def decide_assert(view: SessionView, now: _dt.datetime) -> DomainEvent:
             session_id=view.session_id, reason="token_expired", message=MSG_EXPIRED.format(expired=expired)
         )
     return ComplianceStamped(
-        session_id=view.session_id, search_position=token.search_position, count=token.count,
+        session_id=view.session_id,
+        search_position=token.search_position,
+        count=token.count,
         stamp=stamp_text(token.count),
     )

@@ -54,8 +54,7 @@ def check_tags(tags: list[str] | None) -> list[str]:
         if not t or len(t) > MAX_TAG_CHARS or not _TAG.match(t):
             raise InvalidInput(
                 f"tag {tag!r} is not valid",
-                f"tags are lower-case letters, digits, '_', '-', '.', '/' (at most {MAX_TAG_CHARS}), "
-                "e.g. 'project/db'",
+                f"tags are lower-case letters, digits, '_', '-', '.', '/' (at most {MAX_TAG_CHARS}), e.g. 'project/db'",
             )
         if t not in clean:
             clean.append(t)

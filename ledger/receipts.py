@@ -110,7 +110,10 @@ def parse(receipt: str) -> tuple[ReceiptClaims, str, bytes]:
         raw = json.loads(_unb64(parts[1]))
         signature = _unb64(parts[2])
         claims = ReceiptClaims(
-            position=int(raw["p"]), hash=str(raw["h"]), session_id=str(raw["s"]), count=int(raw["c"]),
+            position=int(raw["p"]),
+            hash=str(raw["h"]),
+            session_id=str(raw["s"]),
+            count=int(raw["c"]),
             key_id=str(raw["k"]),
         )
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:

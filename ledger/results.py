@@ -25,8 +25,13 @@ class SessionInfo(BaseModel):
     @classmethod
     def of(cls, v: SessionView) -> SessionInfo:
         return cls(
-            session_id=v.session_id, agent=v.agent, role=v.role, started_at=v.started_at,
-            working_dir=v.working_dir, focus=v.focus, ended_at=v.ended_at,
+            session_id=v.session_id,
+            agent=v.agent,
+            role=v.role,
+            started_at=v.started_at,
+            working_dir=v.working_dir,
+            focus=v.focus,
+            ended_at=v.ended_at,
         )
 
 
@@ -58,12 +63,22 @@ class SessionState(SessionInfo):
         token = TokenState(status=v.token_status(moment))
         if t is not None:
             token = TokenState(
-                status=t.status_at(moment), search_position=t.search_position, issued_at=t.issued_at,
-                expires_at=t.expires_at, query=t.query, count=t.count, result_ids=list(t.result_ids),
+                status=t.status_at(moment),
+                search_position=t.search_position,
+                issued_at=t.issued_at,
+                expires_at=t.expires_at,
+                query=t.query,
+                count=t.count,
+                result_ids=list(t.result_ids),
             )
         return cls(
-            **SessionInfo.of(v).model_dump(), token=token, searches=v.searches, stamps=v.stamps,
-            refusals=v.refusals, as_of=moment, position=position,
+            **SessionInfo.of(v).model_dump(),
+            token=token,
+            searches=v.searches,
+            stamps=v.stamps,
+            refusals=v.refusals,
+            as_of=moment,
+            position=position,
         )
 
 
@@ -121,7 +136,11 @@ class AgentReport(BaseModel):
     @classmethod
     def of(cls, a: AgentCompliance) -> AgentReport:
         return cls(
-            agent=a.agent, searches=a.searches, stamp_requests=a.stamp_requests, passes=a.passes, fails=a.fails,
+            agent=a.agent,
+            searches=a.searches,
+            stamp_requests=a.stamp_requests,
+            passes=a.passes,
+            fails=a.fails,
             pass_rate=a.pass_rate,
         )
 

@@ -11,7 +11,7 @@ import hashlib
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -126,8 +126,9 @@ class Ledger:
         stream, version, view = self._session(session_id)
         return stream, version, sessions.authorise(view, session_id, actor.agent)
 
-    def _append_to_session(self, actor: Actor, stream: str, version: int, view: SessionView | None,
-                           events: list[DomainEvent]) -> tuple[list[RecordedEvent], SessionView | None]:
+    def _append_to_session(
+        self, actor: Actor, stream: str, version: int, view: SessionView | None, events: Sequence[DomainEvent]
+    ) -> tuple[list[RecordedEvent], SessionView | None]:
         session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
         recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
         for rec in recorded:
@@ -152,16 +153,21 @@ class Ledger:
                 )
             return False
         try:
-            self.store.append(LEDGER_STREAM, 0, [LedgerInitialised(receipt_key_id=self.key.key_id)],
-                              {"agent": "system", "source": "cli"})
+            self.store.append(
+                LEDGER_STREAM,
+                0,
+                [LedgerInitialised(receipt_key_id=self.key.key_id)],
+                {"agent": "system", "source": "cli"},
+            )
         except ConcurrencyError:
             return False
         return True
 
     # --- sessions -------------------------------------------------------------------------------------
 
-    def clock_in(self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
-                 ) -> SessionInfo:
+    def clock_in(
+        self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
+    ) -> SessionInfo:
         check_agent(actor.agent)
         session_id = sessions.new_session_id()
         events = sessions.decide_clock_in(
@@ -180,8 +186,9 @@ class Ledger:
 
         return self._retrying(attempt)
 
-    def session_state(self, session_id: str, *, as_of: _dt.datetime | None = None,
-                      position: int | None = None) -> SessionState:
+    def session_state(
+        self, session_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> SessionState:
         """The session and its token, now or as of a time or position."""
         until = self._until(as_of, position)
         stream = sessions.stream_for(sessions.check_session_id(session_id))
@@ -193,8 +200,9 @@ class Ledger:
 
     # --- memory ---------------------------------------------------------------------------------------
 
-    def remember(self, actor: Actor, content: str, tags: list[str] | None = None,
-                 session_id: str | None = None) -> RememberResult:
+    def remember(
+        self, actor: Actor, content: str, tags: list[str] | None = None, session_id: str | None = None
+    ) -> RememberResult:
         content = memory.check_content(content)
         clean_tags = memory.check_tags(tags)
         block_id = memory.block_id_for(content)
@@ -204,13 +212,14 @@ class Ledger:
                 self._open_session(actor, session_id)
             state = self.store.load_stream(memory.stream_for(block_id))
             event = memory.decide_remember(
-                stream_version=state.version, block_id=block_id, content=content, tags=clean_tags,
+                stream_version=state.version,
+                block_id=block_id,
+                content=content,
+                tags=clean_tags,
                 session_id=session_id,
             )
             self.store.append(state.stream, state.version, [event], self._meta(actor, session_id))
-            status: Literal["created", "duplicate_rejected"] = (
-                "created" if state.version == 0 else "duplicate_rejected"
-            )
+            status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
             return RememberResult(block_id=block_id, status=status)
 
         return self._retrying(attempt)
@@ -224,13 +233,19 @@ class Ledger:
             stream, version, view = self._open_session(actor, session_id)
             hits = self.index.search(query, limit)
             events = gate.decide_search(
-                view, query=query, limit=limit, result_ids=[h.block_id for h in hits], now=self.clock(),
+                view,
+                query=query,
+                limit=limit,
+                result_ids=[h.block_id for h in hits],
+                now=self.clock(),
                 ttl=self.config.token_ttl,
             )
             self._append_to_session(actor, stream, version, view, events)
             return SearchResult(
                 results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
-                count=len(hits), session_id=session_id, token_expires_at=events[0].token_expires_at,  # type: ignore[attr-defined]
+                count=len(hits),
+                session_id=session_id,
+                token_expires_at=events[0].token_expires_at,
             )
 
         return self._retrying(attempt)
@@ -242,16 +257,30 @@ class Ledger:
 
         def attempt() -> AssertResult:
             stream, version, view = self._open_session(actor, session_id)
-            decision: DomainEvent = gate.decide_assert(view, self.clock())
+            decision = gate.decide_assert(view, self.clock())
             [rec], _ = self._append_to_session(actor, stream, version, view, [decision])
             if isinstance(decision, ComplianceStamped):
                 receipt = receipts.sign(
-                    self.key, position=rec.position, hash=rec.hash, session_id=session_id, count=decision.count
+                    self.key,
+                    position=rec.position,
+                    hash=rec.hash,
+                    session_id=session_id,
+                    count=decision.count,
                 )
-                return AssertResult(status="PASS", session_id=session_id, stamp=decision.stamp, receipt=receipt,
-                                    position=rec.position)
-            return AssertResult(status="FAIL", session_id=session_id, message=decision.message,  # type: ignore[attr-defined]
-                                reason=decision.reason, position=rec.position)  # type: ignore[attr-defined]
+                return AssertResult(
+                    status="PASS",
+                    session_id=session_id,
+                    stamp=decision.stamp,
+                    receipt=receipt,
+                    position=rec.position,
+                )
+            return AssertResult(
+                status="FAIL",
+                session_id=session_id,
+                message=decision.message,
+                reason=decision.reason,
+                position=rec.position,
+            )
 
         return self._retrying(attempt)
 
@@ -266,8 +295,9 @@ class Ledger:
         if claims.key_id != self.key.key_id:
             return StampVerification(valid=False, reason="signed by a key this ledger does not hold (forged)")
         if not receipts.signature_is_genuine(self.key, signed, signature):
-            return StampVerification(valid=False, reason="the signature does not match: the receipt is forged "
-                                                          "or was altered")
+            return StampVerification(
+                valid=False, reason="the signature does not match: the receipt is forged or was altered"
+            )
         rec = self.store.get(claims.position)
         return _check_stamp_record(rec, claims)
 
@@ -286,8 +316,9 @@ class Ledger:
             return self.store.position_as_of(as_of)
         return None
 
-    def compliance_report(self, agent: str | None = None, *, as_of: _dt.datetime | None = None,
-                          position: int | None = None) -> ComplianceReport:
+    def compliance_report(
+        self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> ComplianceReport:
         """Per-agent gate counts, live (tailing the log) or replayed to a time or position."""
         until = self._until(as_of, position)
         if until is None:
@@ -301,8 +332,13 @@ class Ledger:
         rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
         return ComplianceReport(position=position, as_of=as_of, agents=rows)
 
-    def replay(self, *, as_of: _dt.datetime | None = None, position: int | None = None,
-               progress: Callable[[int], None] | None = None) -> Replay:
+    def replay(
+        self,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Replay:
         """Fold every projection from position 0 up to a time or position (default: the whole log)."""
         until = self._until(as_of, position)
         runner = ProjectionRunner(ALL)
@@ -370,8 +406,13 @@ def check_agent(agent: str) -> str:
 
 def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:
     def refuse(reason: str) -> StampVerification:
-        return StampVerification(valid=False, reason=reason, position=claims.position,
-                                 session_id=claims.session_id, count=claims.count)
+        return StampVerification(
+            valid=False,
+            reason=reason,
+            position=claims.position,
+            session_id=claims.session_id,
+            count=claims.count,
+        )
 
     if rec is None:
         return refuse("the ledger has no event at that position")
@@ -384,7 +425,13 @@ def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims
     if not isinstance(e, ComplianceStamped) or e.session_id != claims.session_id or e.count != claims.count:
         return refuse("the event at that position is not this stamp")
     return StampVerification(
-        valid=True, reason="genuine: signed by this ledger and matching the recorded stamp event",
-        position=rec.position, event_hash=rec.hash, session_id=e.session_id, agent=event.agent, count=e.count,
-        stamp=e.stamp, recorded_at=event.recorded_at,
+        valid=True,
+        reason="genuine: signed by this ledger and matching the recorded stamp event",
+        position=rec.position,
+        event_hash=rec.hash,
+        session_id=e.session_id,
+        agent=event.agent,
+        count=e.count,
+        stamp=e.stamp,
+        recorded_at=event.recorded_at,
     )

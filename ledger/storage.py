@@ -25,7 +25,14 @@ from sqlmodel import Field, SQLModel
 from ledger import clock as _clock
 from ledger.canonical import format_ts, parse_ts
 from ledger.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
-from ledger.errors import ConcurrencyError, Conflict, InvalidInput, LedgerError, NotInitialised, StoreUnavailable
+from ledger.errors import (
+    ConcurrencyError,
+    Conflict,
+    InvalidInput,
+    LedgerError,
+    NotInitialised,
+    StoreUnavailable,
+)
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.mapper import decode, encode, encode_meta
 
@@ -222,7 +229,10 @@ class SqlEventStore:
         encoded = [encode(e) for e in events]
         meta_json = encode_meta(meta)
         with self.write_transaction() as cur:
-            cur.execute(self.sql("SELECT version FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1"), (stream,))
+            cur.execute(
+                self.sql("SELECT version FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1"),
+                (stream,),
+            )
             row = cur.fetchone()
             actual = row[0] if row else 0
             if actual != expected_version:
@@ -232,8 +242,15 @@ class SqlEventStore:
             position, prev_hash, last_at = head if head else (0, GENESIS_HASH, "")
             # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
             recorded_at = max(format_ts(self._clock()), last_at)
-            rows = chain_rows(position=position, version=actual, stream=stream, recorded_at=recorded_at,
-                              prev_hash=prev_hash, meta_json=meta_json, encoded=encoded)
+            rows = chain_rows(
+                position=position,
+                version=actual,
+                stream=stream,
+                recorded_at=recorded_at,
+                prev_hash=prev_hash,
+                meta_json=meta_json,
+                encoded=encoded,
+            )
             insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             if len(rows) == 1:
                 cur.execute(insert, rows[0])
@@ -246,8 +263,9 @@ class SqlEventStore:
 
     # --- reading --------------------------------------------------------------------------------------
 
-    def _select(self, where: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
-                ) -> list[StoredRecord]:
+    def _select(
+        self, where: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
+    ) -> list[StoredRecord]:
         text = f"SELECT {_COLUMNS} FROM events {where} ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
@@ -337,6 +355,11 @@ class SqlEventStore:
         if progress:
             progress(report.checked)
         if report.ok and report.head_position != head:
-            return ChainReport(False, report.checked, report.head_position, report.head_position + 1,
-                               "the chain ends before the table's last position")
+            return ChainReport(
+                False,
+                report.checked,
+                report.head_position,
+                report.head_position + 1,
+                "the chain ends before the table's last position",
+            )
         return report

@@ -70,7 +70,7 @@ class SessionView:
 
 def session_key(rec: RecordedEvent) -> str | None:
     """Sessions are keyed by their stream: ``session:<id>``."""
-    return rec.stream[len(STREAM_PREFIX):] if rec.stream.startswith(STREAM_PREFIX) else None
+    return rec.stream[len(STREAM_PREFIX) :] if rec.stream.startswith(STREAM_PREFIX) else None
 
 
 def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
@@ -78,25 +78,49 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
     e = rec.event
     if isinstance(e, SessionStarted):
         return SessionView(
-            session_id=e.session_id, agent=e.agent, role=e.role, working_dir=e.working_dir, focus=e.focus,
-            started_at=rec.recorded_at, last_event_at=rec.recorded_at, version=rec.version, position=rec.position,
+            session_id=e.session_id,
+            agent=e.agent,
+            role=e.role,
+            working_dir=e.working_dir,
+            focus=e.focus,
+            started_at=rec.recorded_at,
+            last_event_at=rec.recorded_at,
+            version=rec.version,
+            position=rec.position,
         )
     if view is None:
         return None
     at, version, position = rec.recorded_at, rec.version, rec.position
     if isinstance(e, MemorySearched):
         token = Token(
-            search_position=rec.position, issued_at=rec.recorded_at, query=e.query, count=e.count,
-            result_ids=tuple(e.result_ids), expires_at=e.token_expires_at,
+            search_position=rec.position,
+            issued_at=rec.recorded_at,
+            query=e.query,
+            count=e.count,
+            result_ids=tuple(e.result_ids),
+            expires_at=e.token_expires_at,
         )
-        return replace(view, token=token, searches=view.searches + 1, last_event_at=at, version=version,
-                       position=position)
+        return replace(
+            view,
+            token=token,
+            searches=view.searches + 1,
+            last_event_at=at,
+            version=version,
+            position=position,
+        )
     if isinstance(e, ComplianceStamped):
         current = view.token
         if current is not None and current.search_position == e.search_position:
             current = replace(current, consumed_position=rec.position)
-        return replace(view, token=current, stamps=view.stamps + 1, last_stamp_position=rec.position,
-                       last_event_at=at, version=version, position=position)
+        return replace(
+            view,
+            token=current,
+            stamps=view.stamps + 1,
+            last_stamp_position=rec.position,
+            last_event_at=at,
+            version=version,
+            position=position,
+        )
     if isinstance(e, ComplianceRefused):
         return replace(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
     if isinstance(e, SessionEnded):

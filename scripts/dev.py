@@ -66,8 +66,16 @@ def cmd_test(args: list[str]) -> int:
         if run(BIN / step[0], *step[1:]) != 0:
             return 1
     say("running pytest")
-    return run(PY, "-m", "pytest", "--cov=ledger", "--cov=projections", "--cov=api", "--cov-report=term:skip-covered",
-               *args)
+    return run(
+        PY,
+        "-m",
+        "pytest",
+        "--cov=ledger",
+        "--cov=projections",
+        "--cov=api",
+        "--cov-report=term:skip-covered",
+        *args,
+    )
 
 
 def cmd_serve(args: list[str]) -> int:

@@ -51,10 +51,18 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
     return start
 
 
-def rpc(client: httpx.Client, base: str, method: str, params: dict[str, Any], *, id: int = 1,
-        headers: dict[str, str] | None = None) -> dict[str, Any]:
+def rpc(
+    client: httpx.Client,
+    base: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    id: int = 1,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     response = client.post(
-        f"{base}/mcp", json={"jsonrpc": "2.0", "id": id, "method": method, "params": params},
+        f"{base}/mcp",
+        json={"jsonrpc": "2.0", "id": id, "method": method, "params": params},
         headers={"Content-Type": "application/json", **(headers or {})},
     )
     assert response.status_code == 200, response.text
@@ -65,23 +73,41 @@ def tool(client: httpx.Client, base: str, name: str, args: dict[str, Any], **kw:
     return rpc(client, base, "tools/call", {"name": name, "arguments": args}, **kw)["result"]
 
 
-def test_plain_json_rpc_posts_work_as_in_the_seed_ac_b_checks(make_ledger: LedgerFactory, db_url: str,
-                                                               serve: Any) -> None:
+def test_plain_json_rpc_posts_work_as_in_the_seed_ac_b_checks(
+    make_ledger: LedgerFactory, db_url: str, serve: Any
+) -> None:
     with serve(make_ledger(db_url)) as base, httpx.Client() as http:
-        init = rpc(http, base, "initialize", {
-            "protocolVersion": "2024-11-05", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1.0"},
-        })
+        init = rpc(
+            http,
+            base,
+            "initialize",
+            {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1.0"},
+            },
+        )
         assert "tools" in init["result"]["capabilities"]
         listed = rpc(http, base, "tools/list", {}, id=2)["result"]["tools"]
-        assert {"clock_in", "clock_out", "memory_remember", "memory_search", "assert_compliance",
-                "verify_stamp"} <= {t["name"] for t in listed}
+        assert {
+            "clock_in",
+            "clock_out",
+            "memory_remember",
+            "memory_search",
+            "assert_compliance",
+            "verify_stamp",
+        } <= {t["name"] for t in listed}
         session = tool(http, base, "clock_in", {"role": "dev"})["structuredContent"]
         sid = session["session_id"]
-        stored = tool(http, base, "memory_remember", {
-            "content": "Test contribution from MCP wrapper acceptance test — a declarative statement.",
-            "session_id": sid,
-        })
+        stored = tool(
+            http,
+            base,
+            "memory_remember",
+            {
+                "content": "Test contribution from MCP wrapper acceptance test — a declarative statement.",
+                "session_id": sid,
+            },
+        )
         assert stored["structuredContent"]["status"] == "created"
         found = tool(http, base, "memory_search", {"query": "acceptance test", "session_id": sid})
         assert found["structuredContent"]["count"] == 1
@@ -129,10 +155,14 @@ def test_rest_flow_from_clock_in_to_a_verified_stamp(make_ledger: LedgerFactory,
         spec = http.get("/openapi.json").json()
     assert stamp["status"] == "PASS" and verdict["valid"] is True
     assert state["token"]["status"] == "consumed"
-    assert report["agents"] == [{"agent": "local", "searches": 1, "stamp_requests": 1, "passes": 1, "fails": 0,
-                                 "pass_rate": 1.0}]
+    assert report["agents"] == [
+        {"agent": "local", "searches": 1, "stamp_requests": 1, "passes": 1, "fails": 0, "pass_rate": 1.0}
+    ]
     assert [e["type"] for e in page["events"] + rest["events"]] == [
-        "SessionStarted", "MemorySearched", "ComplianceStamped"]
+        "SessionStarted",
+        "MemorySearched",
+        "ComplianceStamped",
+    ]
     assert rest["next_after"] is None
     assert "/compliance/assert" in spec["paths"]
 
@@ -154,8 +184,7 @@ def test_reports_accept_as_of_and_position(make_ledger: LedgerFactory, serve: An
     assert both.status_code == 422 and both.json()["error"]["hint"]
 
 
-def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_ledger: LedgerFactory,
-                                                                        serve: Any) -> None:
+def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
     alice = ledger.issue_api_key(Actor("admin"), "alice").api_key
     bob = ledger.issue_api_key(Actor("admin"), "bob").api_key
@@ -164,10 +193,16 @@ def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_led
         wrong = http.post("/sessions", json={"role": "dev"}, headers={"Authorization": "Bearer clk_nope"})
         session = http.post("/sessions", json={"role": "dev"}, headers={"Authorization": f"Bearer {alice}"}).json()
         head = ledger.store.head()
-        foreign = http.post("/compliance/assert", json={"session_id": session["session_id"]},
-                            headers={"X-API-Key": bob})
-        foreign_mcp = tool(http, base, "assert_compliance", {"session_id": session["session_id"]},
-                           headers={"Authorization": f"Bearer {bob}"})
+        foreign = http.post(
+            "/compliance/assert", json={"session_id": session["session_id"]}, headers={"X-API-Key": bob}
+        )
+        foreign_mcp = tool(
+            http,
+            base,
+            "assert_compliance",
+            {"session_id": session["session_id"]},
+            headers={"Authorization": f"Bearer {bob}"},
+        )
         unkeyed_mcp = http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         health = http.get("/health")
     assert missing.status_code == 401 and "keys add" in missing.json()["error"]["hint"]
@@ -182,13 +217,17 @@ def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_led
 
 def test_dns_rebinding_protection_rejects_a_foreign_host_header(make_ledger: LedgerFactory, serve: Any) -> None:
     with serve(make_ledger()) as base, httpx.Client() as http:
-        response = http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                             headers={"Host": "evil.example:80"})
+        response = http.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Host": "evil.example:80"},
+        )
     assert response.status_code == 421
 
 
-def test_with_the_store_unreachable_health_is_503_and_the_gate_stays_closed(make_ledger: LedgerFactory,
-                                                                            tmp_path: Path, serve: Any) -> None:
+def test_with_the_store_unreachable_health_is_503_and_the_gate_stays_closed(
+    make_ledger: LedgerFactory, tmp_path: Path, serve: Any
+) -> None:
     from api.bootstrap import open_ledger
 
     make_ledger()  # creates the key
@@ -200,4 +239,5 @@ def test_with_the_store_unreachable_health_is_503_and_the_gate_stays_closed(make
     assert health.status_code == 503 and health.json()["status"] == "unavailable"
     assert gate.status_code == 503 and gate.json()["error"]["code"] == "store_unavailable"
     assert mcp["isError"] is True and mcp["content"][0]["text"].startswith(
-        "Error executing tool assert_compliance: ⛔ GATE CLOSED. The ledger store is unreachable")
+        "Error executing tool assert_compliance: ⛔ GATE CLOSED. The ledger store is unreachable"
+    )

@@ -128,7 +128,9 @@ async def test_a_newer_search_replaces_an_unused_token(connect: Any) -> None:
     assert second["status"] == "FAIL"
 
 
-async def test_the_grounding_prompt_requires_the_stamp_from_assert_compliance(make_ledger: LedgerFactory) -> None:
+async def test_the_grounding_prompt_requires_the_stamp_from_assert_compliance(
+    make_ledger: LedgerFactory,
+) -> None:
     async with Client(build_mcp(make_ledger(), agent="a", open_default_session=True)) as client:
         prompts = await client.list_prompts()
         assert "compliance_grounding" in [p.name for p in prompts.prompts]

@@ -32,28 +32,55 @@ def setup(make_ledger: LedgerFactory, db_url: str) -> tuple[Ledger, str, str]:
 
 
 CASES: list[tuple[str, Callable[[Ledger, str, str], Any], type[LedgerError], str]] = [
-    ("empty query", lambda l, s, c: l.search(ALICE, s, "   "), InvalidInput, "query is empty"),
-    ("query without words", lambda l, s, c: l.search(ALICE, s, "?!*"), InvalidInput, "no searchable words"),
-    ("query too long", lambda l, s, c: l.search(ALICE, s, "x" * 1001), InvalidInput, "longer than 1000"),
-    ("limit zero", lambda l, s, c: l.search(ALICE, s, "x", 0), InvalidInput, "out of range"),
-    ("limit too big", lambda l, s, c: l.search(ALICE, s, "x", 101), InvalidInput, "out of range"),
-    ("unknown session", lambda l, s, c: l.search(ALICE, UNKNOWN, "x"), NotFound, "does not exist"),
-    ("malformed session id", lambda l, s, c: l.assert_compliance(ALICE, "abc"), InvalidInput, "not a session id"),
-    ("foreign session", lambda l, s, c: l.assert_compliance(BOB, s), Forbidden, "another agent"),
-    ("foreign session search", lambda l, s, c: l.search(BOB, s, "x"), Forbidden, "another agent"),
-    ("closed session", lambda l, s, c: l.assert_compliance(ALICE, c), Conflict, "clocked out"),
-    ("foreign clock out", lambda l, s, c: l.clock_out(BOB, s), Forbidden, "another agent"),
-    ("empty content", lambda l, s, c: l.remember(ALICE, " \n", [], s), InvalidInput, "content is empty"),
-    ("content over the limit", lambda l, s, c: l.remember(ALICE, "y" * (memory.MAX_CONTENT_CHARS + 1), [], s),
-     InvalidInput, "the limit is 10000"),
-    ("bad tag", lambda l, s, c: l.remember(ALICE, "fine", ["Bad Tag!"], s), InvalidInput, "is not valid"),
-    ("too many tags", lambda l, s, c: l.remember(ALICE, "fine", [f"t{i}" for i in range(21)], s), InvalidInput,
-     "the limit is 20"),
-    ("remember on a foreign session", lambda l, s, c: l.remember(BOB, "fine", [], s), Forbidden, "another agent"),
-    ("bad role", lambda l, s, c: l.clock_in(ALICE, "  "), InvalidInput, "role"),
-    ("empty receipt", lambda l, s, c: l.verify_stamp(""), InvalidInput, "receipt is empty"),
-    ("as_of and position together", lambda l, s, c: l.compliance_report(position=1, as_of=l.clock()),
-     InvalidInput, "both given"),
+    ("empty query", lambda led, s, c: led.search(ALICE, s, "   "), InvalidInput, "query is empty"),
+    (
+        "query without words",
+        lambda led, s, c: led.search(ALICE, s, "?!*"),
+        InvalidInput,
+        "no searchable words",
+    ),
+    ("query too long", lambda led, s, c: led.search(ALICE, s, "x" * 1001), InvalidInput, "longer than 1000"),
+    ("limit zero", lambda led, s, c: led.search(ALICE, s, "x", 0), InvalidInput, "out of range"),
+    ("limit too big", lambda led, s, c: led.search(ALICE, s, "x", 101), InvalidInput, "out of range"),
+    ("unknown session", lambda led, s, c: led.search(ALICE, UNKNOWN, "x"), NotFound, "does not exist"),
+    (
+        "malformed session id",
+        lambda led, s, c: led.assert_compliance(ALICE, "abc"),
+        InvalidInput,
+        "not a session id",
+    ),
+    ("foreign session", lambda led, s, c: led.assert_compliance(BOB, s), Forbidden, "another agent"),
+    ("foreign session search", lambda led, s, c: led.search(BOB, s, "x"), Forbidden, "another agent"),
+    ("closed session", lambda led, s, c: led.assert_compliance(ALICE, c), Conflict, "clocked out"),
+    ("foreign clock out", lambda led, s, c: led.clock_out(BOB, s), Forbidden, "another agent"),
+    ("empty content", lambda led, s, c: led.remember(ALICE, " \n", [], s), InvalidInput, "content is empty"),
+    (
+        "content over the limit",
+        lambda led, s, c: led.remember(ALICE, "y" * (memory.MAX_CONTENT_CHARS + 1), [], s),
+        InvalidInput,
+        "the limit is 10000",
+    ),
+    ("bad tag", lambda led, s, c: led.remember(ALICE, "fine", ["Bad Tag!"], s), InvalidInput, "is not valid"),
+    (
+        "too many tags",
+        lambda led, s, c: led.remember(ALICE, "fine", [f"t{i}" for i in range(21)], s),
+        InvalidInput,
+        "the limit is 20",
+    ),
+    (
+        "remember on a foreign session",
+        lambda led, s, c: led.remember(BOB, "fine", [], s),
+        Forbidden,
+        "another agent",
+    ),
+    ("bad role", lambda led, s, c: led.clock_in(ALICE, "  "), InvalidInput, "role"),
+    ("empty receipt", lambda led, s, c: led.verify_stamp(""), InvalidInput, "receipt is empty"),
+    (
+        "as_of and position together",
+        lambda led, s, c: led.compliance_report(position=1, as_of=led.clock()),
+        InvalidInput,
+        "both given",
+    ),
 ]
 
 
@@ -75,13 +102,16 @@ def test_content_exactly_at_the_limit_is_accepted(setup: tuple[Ledger, str, str]
     assert ledger.remember(ALICE, "z" * memory.MAX_CONTENT_CHARS, [], sid).status == "created"
 
 
-def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(make_ledger: LedgerFactory,
-                                                                         tmp_path: Path) -> None:
+def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
     ledger = make_ledger()
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         head = ledger.store.head()
-        malformed = http.post("/memory/search", content=b'{"query": "x", ', headers={"Content-Type": "application/json"})
+        malformed = http.post(
+            "/memory/search", content=b'{"query": "x", ', headers={"Content-Type": "application/json"}
+        )
         unknown = http.post("/memory/search", json={"query": "x", "session_id": sid, "agent": "root"})
         missing = http.post("/memory/search", json={"session_id": sid})
         oversized = http.post("/memory/blocks", json={"content": "q" * 10_001, "session_id": sid})
@@ -98,7 +128,9 @@ def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(make_l
 
 
 @pytest.mark.anyio
-async def test_mcp_rejects_unknown_arguments_and_bad_values_without_appending(make_ledger: LedgerFactory) -> None:
+async def test_mcp_rejects_unknown_arguments_and_bad_values_without_appending(
+    make_ledger: LedgerFactory,
+) -> None:
     ledger = make_ledger()
     async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:
         head = ledger.store.head()

@@ -48,7 +48,7 @@ def test_verify_passes_on_an_intact_chain_and_names_the_first_altered_position(
         else:
             conn.exec_driver_sql("DROP TRIGGER events_reject_change ON events")
         conn.exec_driver_sql(f"UPDATE events SET data = replace(data, 'memory', 'MEMORY') WHERE position = {victim}")
-    code, out, err = cli(tmp_path, db_url, "verify")
+    code, _, err = cli(tmp_path, db_url, "verify")
     assert ok[0] == 0 and "chain intact" in ok[1]
     assert code == 1
     assert f"chain broken at position {victim}" in err
@@ -76,7 +76,12 @@ def test_events_json_lines_and_the_compliance_report(make_ledger: LedgerFactory,
     rows = [json.loads(line) for line in out.splitlines()]
     _, report, _ = cli(tmp_path, url, "report", "compliance", "--agent", "alice", "--json")
     _, table, _ = cli(tmp_path, url, "report", "compliance")
-    assert [r["type"] for r in rows] == ["SessionStarted", "ComplianceRefused", "MemorySearched", "ComplianceStamped"]
+    assert [r["type"] for r in rows] == [
+        "SessionStarted",
+        "ComplianceRefused",
+        "MemorySearched",
+        "ComplianceStamped",
+    ]
     assert all(r["meta"]["agent"] == "alice" and len(r["hash"]) == 64 for r in rows)
     assert json.loads(report)["agents"] == [
         {"agent": "alice", "searches": 1, "stamp_requests": 2, "passes": 1, "fails": 1, "pass_rate": 0.5}

@@ -42,8 +42,9 @@ def test_a_genuine_receipt_points_at_its_stamp_event(make_ledger: LedgerFactory,
     assert record is not None and record.type == "ComplianceStamped" and record.hash == verdict.event_hash
 
 
-def test_altered_claims_forged_signatures_and_other_keys_are_not_genuine(make_ledger: LedgerFactory,
-                                                                         tmp_path: Path) -> None:
+def test_altered_claims_forged_signatures_and_other_keys_are_not_genuine(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
     ledger = make_ledger()
     receipt = stamped(ledger)
     other_key = receipts.ReceiptKey(b"k" * 32)
@@ -61,20 +62,24 @@ def test_altered_claims_forged_signatures_and_other_keys_are_not_genuine(make_le
         assert verdict.reason, name
 
 
-def test_a_receipt_for_an_event_altered_behind_the_stores_back_is_not_genuine(make_ledger: LedgerFactory) -> None:
+def test_a_receipt_for_an_event_altered_behind_the_stores_back_is_not_genuine(
+    make_ledger: LedgerFactory,
+) -> None:
     ledger = make_ledger()
     receipt = stamped(ledger)
     position = ledger.verify_stamp(receipt).position
     with ledger.store.engine.begin() as conn:
         conn.exec_driver_sql("DROP TRIGGER events_reject_update")
-        conn.exec_driver_sql(f"UPDATE events SET data = replace(data, '\"count\":1', '\"count\":7') "
-                             f"WHERE position = {position}")
+        conn.exec_driver_sql(
+            f"UPDATE events SET data = replace(data, '\"count\":1', '\"count\":7') WHERE position = {position}"
+        )
     verdict = ledger.verify_stamp(receipt)
     assert verdict.valid is False and "altered" in verdict.reason
 
 
-def test_the_cli_verifies_a_receipt_and_exits_non_zero_for_a_forgery(make_ledger: LedgerFactory,
-                                                                     tmp_path: Path) -> None:
+def test_the_cli_verifies_a_receipt_and_exits_non_zero_for_a_forgery(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
     ledger = make_ledger()
     receipt = stamped(ledger)
     base = ["--home", str(tmp_path), "--db", str(ledger.store.engine.url)]

@@ -69,9 +69,7 @@ def activity(make_ledger: LedgerFactory, db_url: str) -> Activity:
             return result
 
         def clock_in(name: str, who: Actor) -> None:
-            sessions[name] = step(
-                f"{name} clock in", lambda: ledger.clock_in(who, "dev", focus=name)
-            ).session_id
+            sessions[name] = step(f"{name} clock in", lambda: ledger.clock_in(who, "dev", focus=name)).session_id
 
         clock_in("a1", ALICE)
         clock_in("b1", BOB)

@@ -117,8 +117,7 @@ def install_insert_trigger(store: SqlEventStore, marker: str, pg_action: str) ->
     else:
         raw(
             store,
-            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS "
-            f"$$ BEGIN {pg_action}; RETURN NEW; END $$",
+            f"CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {pg_action}; RETURN NEW; END $$",
             f"""CREATE TRIGGER poison BEFORE INSERT ON events FOR EACH ROW
                 WHEN (strpos(NEW.data, '{marker}') > 0) EXECUTE FUNCTION poison()""",
         )
@@ -201,9 +200,7 @@ def test_an_empty_store_has_the_genesis_head_and_verifies(store: SqlEventStore) 
 
 def test_get_returns_the_stored_record_at_a_position(filled: SqlEventStore) -> None:
     rec = filled.get(5)
-    assert (
-        rec is not None and rec.position == 5 and rec.stream == "block:c" and rec.type == "MemoryRemembered"
-    )
+    assert rec is not None and rec.position == 5 and rec.stream == "block:c" and rec.type == "MemoryRemembered"
     assert rec.computed_hash() == rec.hash
     assert filled.get(11) is None and filled.get(0) is None
 
@@ -363,14 +360,10 @@ def test_iter_records_and_iter_events_filter_by_stream_type_after_and_until_acro
         ]
         for batch_size in (1, 2, 3, 5000):
             records = list(
-                filled.iter_records(
-                    f["after"], f["until"], stream=f["stream"], types=f["types"], batch_size=batch_size
-                )
+                filled.iter_records(f["after"], f["until"], stream=f["stream"], types=f["types"], batch_size=batch_size)
             )
             assert [r.position for r in records] == expected, (f, batch_size)
-        events = list(
-            filled.iter_events(f["after"], f["until"], stream=f["stream"], types=f["types"], batch_size=2)
-        )
+        events = list(filled.iter_events(f["after"], f["until"], stream=f["stream"], types=f["types"], batch_size=2))
         assert [e.position for e in events] == expected, f
         assert [e.hash for e in events] == [everything[p - 1].hash for p in expected]
 

@@ -18,8 +18,21 @@ WHO = Actor("agent-a", "mcp")
 
 
 def replay_token(tmp_path: Path, url: str, sid: str, as_of: _dt.datetime) -> str:
-    result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", url, "replay", "--as-of",
-                                      as_of.isoformat(), "--session", sid, "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(tmp_path),
+            "--db",
+            url,
+            "replay",
+            "--as-of",
+            as_of.isoformat(),
+            "--session",
+            sid,
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     [session] = json.loads(result.stdout)["sessions"]
     return str(session["token"]["status"])
@@ -78,7 +91,20 @@ def test_replay_as_of_before_a_session_existed_says_so(make_ledger: LedgerFactor
         ledger = make_ledger()
         sid = ledger.clock_in(WHO, "dev").session_id
     url = str(ledger.store.engine.url)
-    result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", url, "replay", "--as-of",
-                                      "2020-01-01T00:00:00Z", "--session", sid, "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(tmp_path),
+            "--db",
+            url,
+            "replay",
+            "--as-of",
+            "2020-01-01T00:00:00Z",
+            "--session",
+            sid,
+            "--json",
+        ],
+    )
     assert result.exit_code == 2
     assert "does not exist at that point" in result.output

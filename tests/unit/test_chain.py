@@ -18,11 +18,7 @@ from ledger.chain import GENESIS_HASH, StoredRecord, record_hash, verify_chain
 # Text the ledger can store: any Unicode scalar value (lone surrogates are not UTF-8 and not JSON text).
 TEXT = st.text(st.characters(codec="utf-8"), max_size=20)
 JSON_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | TEXT
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False) | TEXT
 )
 JSON_VALUES = st.recursive(
     JSON_SCALARS,

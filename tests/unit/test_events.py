@@ -23,9 +23,7 @@ META = {"agent": "alice", "source": "mcp", "session_id": "ses_" + "ab" * 10, "co
 SAMPLES: list[ev.DomainEvent] = [
     ev.LedgerInitialised(receipt_key_id="0123456789abcdef"),
     ev.ApiKeyIssued(key_id="key_0123456789", agent="alice", key_sha256="a" * 64),
-    ev.SessionStarted(
-        session_id="ses_1", agent="alice", role="dev", working_dir="/srv/app", focus="the gate"
-    ),
+    ev.SessionStarted(session_id="ses_1", agent="alice", role="dev", working_dir="/srv/app", focus="the gate"),
     ev.SessionStarted(session_id="ses_2", agent="bob", role="reviewer"),
     ev.SessionEnded(session_id="ses_1"),
     ev.SessionEnded(session_id="ses_1", reason="lockout"),
@@ -101,9 +99,7 @@ def test_the_mapper_stores_the_stable_type_name_current_version_and_canonical_js
 
 def test_event_timestamps_are_stored_in_the_one_fixed_utc_format() -> None:
     moment = _dt.datetime(2026, 3, 2, 11, 30, tzinfo=_dt.timezone(_dt.timedelta(hours=2)))
-    searched = ev.MemorySearched(
-        session_id="s", query="q", limit=1, result_ids=[], count=0, token_expires_at=moment
-    )
+    searched = ev.MemorySearched(session_id="s", query="q", limit=1, result_ids=[], count=0, token_expires_at=moment)
     _, _, data_json = encode(searched)
     assert json.loads(data_json)["token_expires_at"] == "2026-03-02T09:30:00.000000Z"
     assert round_trip(searched).event == searched
@@ -142,9 +138,7 @@ def test_remembered_content_and_tags_of_any_unicode_round_trip(content: str, tag
 
 
 def test_a_stored_v1_memory_remembered_payload_is_read_back_as_v2_with_a_tag_list() -> None:
-    v1 = canonical_json(
-        {"block_id": "blk_old", "content": "an old memory", "tags": "a, b", "session_id": None}
-    )
+    v1 = canonical_json({"block_id": "blk_old", "content": "an old memory", "tags": "a, b", "session_id": None})
     recorded = decode(store_record("MemoryRemembered", 1, v1))
     assert recorded.event == ev.MemoryRemembered(block_id="blk_old", content="an old memory", tags=["a", "b"])
     assert type(recorded.event).schema_version == 2

@@ -16,15 +16,22 @@ def rec(position: int, event: object, at: _dt.datetime = T0) -> RecordedEvent:
 
 
 def session(*events: object) -> SessionView:
-    view = fold([rec(1, SessionStarted(session_id="s", agent="a", role="dev"))]
-                + [rec(i + 2, e) for i, e in enumerate(events)])
+    view = fold(
+        [rec(1, SessionStarted(session_id="s", agent="a", role="dev"))] + [rec(i + 2, e) for i, e in enumerate(events)]
+    )
     assert view is not None
     return view
 
 
 def searched(count: int, expires: _dt.datetime | None = None) -> MemorySearched:
-    return MemorySearched(session_id="s", query="q", limit=10, result_ids=[f"b{i}" for i in range(count)],
-                          count=count, token_expires_at=expires)
+    return MemorySearched(
+        session_id="s",
+        query="q",
+        limit=10,
+        result_ids=[f"b{i}" for i in range(count)],
+        count=count,
+        token_expires_at=expires,
+    )
 
 
 def test_the_stamp_texts_are_exactly_the_seeds() -> None:
@@ -70,8 +77,7 @@ def test_a_stamp_for_an_older_search_does_not_consume_a_newer_token() -> None:
 
 
 def test_search_records_the_ttl_as_an_expiry_time() -> None:
-    [event] = gate.decide_search(session(), query="q", limit=5, result_ids=["a"], now=T0,
-                                 ttl=_dt.timedelta(minutes=30))
+    [event] = gate.decide_search(session(), query="q", limit=5, result_ids=["a"], now=T0, ttl=_dt.timedelta(minutes=30))
     assert isinstance(event, MemorySearched) and event.token_expires_at == T0 + _dt.timedelta(minutes=30)
     [forever] = gate.decide_search(session(), query="q", limit=5, result_ids=[], now=T0, ttl=None)
     assert isinstance(forever, MemorySearched) and forever.token_expires_at is None
