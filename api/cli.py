@@ -21,9 +21,8 @@ from api.render import event_dict
 from api.settings import Settings
 from ledger.canonical import parse_ts
 from ledger.errors import InvalidInput, LedgerError
-from ledger.events import LedgerInitialised
 from ledger.search_index import CHECKPOINT
-from ledger.service import LEDGER_STREAM, Actor, Ledger
+from ledger.service import Actor, Ledger
 
 app = typer.Typer(
     name="compliance-ledger",
@@ -396,13 +395,8 @@ def doctor(ctx: typer.Context) -> None:
         head, head_hash = ledger.store.head()
         row("database", True, f"{redact(settings.db_url)} ({ledger.store.dialect})")
         row("events", True, f"head position {head}, hash {head_hash[:16]}")
-        init_events = ledger.store.load_stream(LEDGER_STREAM).events
-        bound = [e.event.receipt_key_id for e in init_events if isinstance(e.event, LedgerInitialised)]
-        row(
-            "key binding",
-            bool(bound) and bound[0] == ledger.key.key_id,
-            f"ledger bound to key {bound[0] if bound else '—'}",
-        )
+        bound = ledger.bound_key_id()
+        row("key binding", bound == ledger.key.key_id, f"ledger bound to key {bound or '— (run init)'}")
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
         row("API keys", True, f"{len(ledger.api_keys())} issued")

@@ -142,12 +142,11 @@ class Ledger:
         """Create the schema and record which receipt key this ledger is bound to. Idempotent."""
         self.store.create_schema()
         self.index.create_schema()
-        state = self.store.load_stream(LEDGER_STREAM)
-        if state.version:
-            bound = [e.event.receipt_key_id for e in state.events if isinstance(e.event, LedgerInitialised)]
-            if bound and bound[0] != self.key.key_id:
+        bound = self.bound_key_id()
+        if bound is not None:
+            if bound != self.key.key_id:
                 raise Conflict(
-                    f"this ledger was initialised with receipt key {bound[0]}, but the key file holds "
+                    f"this ledger was initialised with receipt key {bound}, but the key file holds "
                     f"{self.key.key_id}; receipts signed now could not be checked against earlier ones",
                     "restore the original key file (LEDGER_KEY_FILE / --key-file)",
                 )
@@ -162,6 +161,13 @@ class Ledger:
         except ConcurrencyError:
             return False
         return True
+
+    def bound_key_id(self) -> str | None:
+        """The fingerprint of the receipt key recorded by ``LedgerInitialised`` (None before ``init``)."""
+        for rec in self.store.load_stream(LEDGER_STREAM).events:
+            if isinstance(rec.event, LedgerInitialised):
+                return rec.event.receipt_key_id
+        return None
 
     # --- sessions -------------------------------------------------------------------------------------
 
