@@ -88,7 +88,7 @@ def build_mcp(
                 with contextlib.suppress(LedgerError):
                     ledger.clock_out(Actor(agent, "mcp"), sid)
 
-    mcp = MCPServer("compliance-ledger", instructions=INSTRUCTIONS, lifespan=lifespan)
+    mcp = MCPServer("compliance-ledger", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     def actor(ctx: Context) -> Actor:
         if agent:
