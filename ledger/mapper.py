@@ -19,7 +19,13 @@ def encode(event: DomainEvent) -> tuple[str, int, str]:
 
 def encode_meta(meta: dict[str, Any]) -> str:
     """Canonical JSON of an event's metadata (actor, session, source, correlation ids)."""
-    return require_utf8(canonical_json(meta), "event metadata")
+    return _encode_meta(tuple(sorted(meta.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _encode_meta(items: tuple[tuple[str, Any], ...]) -> str:
+    # Metadata repeats for every event of a session, so its canonical text is cached.
+    return require_utf8(canonical_json(dict(items)), "event metadata")
 
 
 @functools.lru_cache(maxsize=4096)

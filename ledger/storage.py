@@ -72,6 +72,12 @@ class EventRow(SQLModel, table=True):
 
 _COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
 
+_VERSION_AND_HEAD = (
+    "SELECT COALESCE((SELECT MAX(version) FROM events WHERE stream = ?), 0), head.position, head.hash, "
+    "head.recorded_at FROM (SELECT 1 AS one) AS anchor LEFT JOIN "
+    "(SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1) AS head ON anchor.one = 1"
+)
+
 _TRIGGERS = {
     "sqlite": [
         """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
@@ -229,17 +235,15 @@ class SqlEventStore:
         encoded = [encode(e) for e in events]
         meta_json = encode_meta(meta)
         with self.write_transaction() as cur:
+            # One round trip for the stream's version and the chain head (both are index lookups).
             cur.execute(
-                self.sql("SELECT version FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1"),
-                (stream,),
+                _VERSION_AND_HEAD if self.dialect == "sqlite" else _VERSION_AND_HEAD.replace("?", "%s"), (stream,)
             )
-            row = cur.fetchone()
-            actual = row[0] if row else 0
+            actual, head_position, head_hash, last_at = cur.fetchone()
             if actual != expected_version:
                 raise ConcurrencyError(stream, expected_version, actual)
-            cur.execute("SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1")
-            head = cur.fetchone()
-            position, prev_hash, last_at = head if head else (0, GENESIS_HASH, "")
+            position, prev_hash = (head_position, head_hash) if head_position is not None else (0, GENESIS_HASH)
+            last_at = last_at or ""
             # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
             recorded_at = max(format_ts(self._clock()), last_at)
             rows = chain_rows(
