@@ -28,7 +28,12 @@ def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) ->
         store=store,
         index=SearchIndex(store),
         key=key,
-        config=LedgerConfig(token_ttl=settings.token_ttl),
+        config=LedgerConfig(
+            token_ttl=settings.token_ttl,
+            require_anchor=settings.require_anchor,
+            project_roots=tuple(settings.project_roots),
+            context_paths=tuple(settings.context_paths),
+        ),
         clock=clock,
     )
 

@@ -35,6 +35,11 @@ report_app = typer.Typer(help="Compliance reports.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(report_app, name="report")
 
+anchor_app = typer.Typer(help="Odyssean Anchor proofs.", no_args_is_help=True)
+app.add_typer(anchor_app, name="anchor")
+# The person at the console: whoever can run this command can read the database and key anyway.
+OPERATOR = Actor("operator", "cli", admin=True)
+
 out = Console()
 err = Console(stderr=True)
 
@@ -143,12 +148,62 @@ def init(ctx: typer.Context) -> None:
 
 
 @keys_app.command("add")
-def keys_add(ctx: typer.Context, agent: Annotated[str, typer.Option(help="agent this key identifies")]) -> None:
+def keys_add(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(help="agent this key identifies")],
+    admin: Annotated[bool, typer.Option("--admin", help="may use administrative routes (unlock)")] = False,
+) -> None:
     """Issue an API key for an agent. The key is printed once; only its hash is stored."""
     with _ledger(ctx) as ledger:
-        created = ledger.issue_api_key(Actor("admin", "cli"), agent)
+        created = ledger.issue_api_key(OPERATOR, agent, admin=admin)
     err.print(f"API key {created.key_id} for agent {created.agent!r} — shown once, store it now:")
     out.print(created.api_key, highlight=False)
+
+
+@anchor_app.command("validate")
+def anchor_validate(
+    ctx: typer.Context,
+    proof_file: Annotated[Path, typer.Argument(help="file holding the proof ('-' for standard input)")],
+    session: Annotated[str, typer.Option("--session", help="the session to anchor")],
+    agent: Annotated[str, typer.Option(envvar="LEDGER_AGENT", help="the agent that owns the session")],
+    role: Annotated[str | None, typer.Option(help="role to claim (default: the session's role)")] = None,
+    tier: Annotated[str, typer.Option(help="quick | default | deep")] = "default",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Submit an anchor proof for a session. Exit 0 when validated, 1 when not."""
+    try:
+        text = sys.stdin.read() if str(proof_file) == "-" else proof_file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _fail(InvalidInput(f"cannot read {proof_file}: {exc.strerror}", "give a readable file")) from exc
+    with _ledger(ctx) as ledger:
+        claimed = role or ledger.session_state(session).role
+        result = ledger.anchor(Actor(agent, "cli"), session, claimed, text, tier)
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        e = result.enforcement
+        out.print(
+            ("[green]VALIDATED[/green]" if result.validated else "[red]NOT VALIDATED[/red]")
+            + f" (attempt {e.attempt}, retries left {e.retries_left}{', LOCKED' if e.locked else ''})"
+        )
+        for line in result.warnings:
+            out.print(f"[yellow]warning:[/yellow] {line}")
+        out.print(result.canonical_proof if result.validated else result.guidance, highlight=False)
+        if result.template:
+            out.print("\ntemplate:\n" + result.template, highlight=False)
+    raise typer.Exit(0 if result.validated else 1)
+
+
+@anchor_app.command("unlock")
+def anchor_unlock(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="the locked session")],
+    reason: Annotated[str, typer.Option(help="why it may try again (recorded in the ledger)")],
+) -> None:
+    """Lift a session's anchor lock (recorded as an event naming the operator and the reason)."""
+    with _ledger(ctx) as ledger:
+        state = ledger.unlock_anchor(OPERATOR, session, reason)
+    out.print(f"unlocked {state.session_id}: {state.anchor.total_attempts} attempts so far, retries start again")
 
 
 # --- servers --------------------------------------------------------------------------------------------

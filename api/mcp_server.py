@@ -20,7 +20,7 @@ from pydantic import ConfigDict
 from api.auth import agent_from_headers
 from ledger import gate
 from ledger.errors import LedgerError, StoreUnavailable
-from ledger.results import AssertResult, RememberResult, SearchResult, SessionInfo, StampVerification
+from ledger.results import AnchorResult, AssertResult, RememberResult, SearchResult, SessionInfo, StampVerification
 from ledger.service import Actor, Ledger
 
 T = TypeVar("T")
@@ -138,6 +138,15 @@ def build_mcp(
             if isinstance(exc.__cause__, StoreUnavailable):
                 raise ToolError(f"{gate.MSG_STORE_DOWN} ({exc.__cause__.message})") from exc
             raise
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def odyssean_anchor(
+        ctx: Context, role: str, proof_candidate: str, session_id: str | None = None, tier: str = "default"
+    ) -> AnchorResult:
+        """Submit an Odyssean Anchor proof (OA5). The server validates it against the real project state,
+        counts your attempts, and locks the session after 3 failures."""
+        who, sid = actor(ctx), session_of(session_id)
+        return _ledger_call(lambda: ledger.anchor(who, sid, role, proof_candidate, tier))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
     def verify_stamp(receipt: str) -> StampVerification:

@@ -19,13 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import agent_from_headers
+from api.auth import agent_from_headers, identity_from_headers
 from api.mcp_server import build_mcp
 from api.render import event_dict
 from api.settings import Settings
 from ledger import memory
 from ledger.errors import LedgerError, StoreUnavailable
 from ledger.results import (
+    AnchorResult,
     AssertResult,
     ComplianceReport,
     RememberResult,
@@ -73,6 +74,17 @@ class VerifyStamp(_Body):
     receipt: str
 
 
+class Anchor(_Body):
+    session_id: str
+    role: str
+    proof_candidate: str = Field(description="the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
+    tier: str = Field("default", description="quick | default | deep")
+
+
+class Unlock(_Body):
+    reason: str = Field(description="why the session may try again (recorded in the ledger)")
+
+
 class EventsPage(BaseModel):
     events: list[dict[str, Any]]
     next_after: int | None
@@ -111,7 +123,8 @@ class _McpEndpoint:
 def current_actor(request: Request) -> Actor:
     """The caller, resolved from the API key (or the local agent when no keys exist)."""
     settings: Settings = request.app.state.settings
-    return Actor(agent_from_headers(request.app.state.ledger, request.headers, settings.agent), "rest")
+    who = identity_from_headers(request.app.state.ledger, request.headers, settings.agent)
+    return Actor(who.agent, "rest", admin=who.admin)
 
 
 Caller = Annotated[Actor, Depends(current_actor)]
@@ -192,6 +205,14 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     @app.post("/stamps/verify", response_model=StampVerification, tags=["gate"])
     def verify_stamp(body: VerifyStamp, _who: Caller) -> Any:
         return ledger.verify_stamp(body.receipt)
+
+    @app.post("/anchors", response_model=AnchorResult, tags=["anchor"])
+    def odyssean_anchor(body: Anchor, who: Caller) -> Any:
+        return ledger.anchor(who, body.session_id, body.role, body.proof_candidate, body.tier)
+
+    @app.post("/admin/sessions/{session_id}/anchor/unlock", response_model=SessionState, tags=["admin"])
+    def unlock_anchor(session_id: str, body: Unlock, who: Caller) -> Any:
+        return ledger.unlock_anchor(who, session_id, body.reason)
 
     @app.get("/events", response_model=EventsPage, tags=["audit"])
     def events(

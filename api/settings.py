@@ -28,6 +28,15 @@ class Settings(BaseSettings):
     port: int = Field(8787, ge=1, le=65535)
     allowed_hosts: list[str] = Field(default_factory=list, description="extra Host headers accepted over HTTP")
     agent: str = Field("local", description="agent name for HTTP calls when no API keys exist")
+    project_roots: list[str] = Field(
+        default_factory=lambda: [str(Path.home())],
+        description="directories a session's working_dir must lie inside (JSON list in LEDGER_PROJECT_ROOTS)",
+    )
+    context_paths: list[str] = Field(
+        default_factory=lambda: ["PROJECT-CONTEXT.oct.md", ".hestai/context/PROJECT-CONTEXT.oct.md"],
+        description="where PROJECT-CONTEXT.oct.md is looked for, relative to the working directory",
+    )
+    require_anchor: bool = Field(False, description="assert_compliance also requires a validated anchor")
 
     @property
     def db_url(self) -> str:

@@ -51,13 +51,14 @@ class ApiKeyIssued(DomainEvent):
     key_id: str
     agent: str
     key_sha256: str
+    admin: bool = False
 
 
 # --- sessions ---------------------------------------------------------------------------------------------
 
 
 class SessionStarted(DomainEvent):
-    """An agent clocked in and opened a ledger session."""
+    """An agent clocked in and opened a ledger session, with the project context read by the server."""
 
     type_name: ClassVar[str] = "SessionStarted"
     session_id: str
@@ -65,6 +66,10 @@ class SessionStarted(DomainEvent):
     role: str
     working_dir: str | None = None
     focus: str | None = None
+    branch: str | None = None
+    files: int | None = None
+    phase: str | None = None
+    context_files: list[str] = []
 
 
 class SessionEnded(DomainEvent):
@@ -134,6 +139,51 @@ class ComplianceRefused(DomainEvent):
     message: str
 
 
+# --- the Odyssean Anchor ---------------------------------------------------------------------------------
+
+
+class AnchorAttempted(DomainEvent):
+    """An anchor proof was submitted and validated by the server against the authoritative context."""
+
+    type_name: ClassVar[str] = "AnchorAttempted"
+    session_id: str
+    role: str
+    tier: str
+    attempt: int
+    first_in_session: bool
+    validated: bool
+    errors: list[str]
+    warnings: list[str]
+    proof_candidate: str
+    canonical_proof: str
+    branch: str | None = None
+    phase: str | None = None
+    files: int = 0
+
+
+class AnchorLocked(DomainEvent):
+    """Too many failed anchor attempts: the session is locked until a person unlocks it."""
+
+    type_name: ClassVar[str] = "AnchorLocked"
+    session_id: str
+    failed_attempts: int
+
+
+class AnchorRefused(DomainEvent):
+    """An anchor attempt on a locked session was refused without validation."""
+
+    type_name: ClassVar[str] = "AnchorRefused"
+    session_id: str
+
+
+class AnchorUnlocked(DomainEvent):
+    """A person unlocked the session's anchoring, with a reason; the attempt count starts again."""
+
+    type_name: ClassVar[str] = "AnchorUnlocked"
+    session_id: str
+    reason: str
+
+
 VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
     ApiKeyIssued,
@@ -144,6 +194,10 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemorySearched,
     ComplianceStamped,
     ComplianceRefused,
+    AnchorAttempted,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
 )
 EVENT_TYPES: dict[str, type[DomainEvent]] = {cls.type_name: cls for cls in VOCABULARY}
 

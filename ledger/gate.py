@@ -23,6 +23,10 @@ MSG_EXPIRED = (
     f"{GATE_CLOSED} Your last memory search expired at {{expired}}. "
     "You MUST call 'memory_search' again before I can issue the Compliance Stamp."
 )
+MSG_ANCHOR_REQUIRED = (
+    f"{GATE_CLOSED} This session holds no validated Odyssean Anchor. "
+    "You MUST call 'odyssean_anchor' with a valid proof before I can issue the Compliance Stamp."
+)
 MSG_STORE_DOWN = (
     f"{GATE_CLOSED} The ledger store is unreachable, so no stamp can be issued. "
     "Retry when the ledger is back; the gate stays closed until then."
@@ -63,8 +67,16 @@ def decide_search(
     ]
 
 
-def decide_assert(view: SessionView, now: _dt.datetime) -> ComplianceStamped | ComplianceRefused:
-    """PASS consumes a valid token; anything else is a recorded refusal with guidance."""
+def decide_assert(
+    view: SessionView, now: _dt.datetime, *, require_anchor: bool = False
+) -> ComplianceStamped | ComplianceRefused:
+    """PASS consumes a valid token; anything else is a recorded refusal with guidance.
+
+    With ``require_anchor`` the session must also hold a validated anchor; that is checked first, so a
+    refusal for a missing anchor leaves the token unused.
+    """
+    if require_anchor and not view.anchor_validated:
+        return ComplianceRefused(session_id=view.session_id, reason="anchor_required", message=MSG_ANCHOR_REQUIRED)
     token = view.token
     status = view.token_status(now)
     if token is None or status == "none":

@@ -7,12 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ledger.anchoring import Enforcement
 from projections.compliance import AgentCompliance
 from projections.sessions import SessionView, TokenStatus
 
 
 class SessionInfo(BaseModel):
-    """A session as clock_in / clock_out report it."""
+    """A session as clock_in / clock_out report it, with the project context the server read."""
 
     session_id: str
     agent: str
@@ -21,6 +22,10 @@ class SessionInfo(BaseModel):
     working_dir: str | None = None
     focus: str | None = None
     ended_at: _dt.datetime | None = None
+    branch: str | None = None
+    files: int | None = None
+    phase: str | None = None
+    context_files: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, v: SessionView) -> SessionInfo:
@@ -32,7 +37,22 @@ class SessionInfo(BaseModel):
             working_dir=v.working_dir,
             focus=v.focus,
             ended_at=v.ended_at,
+            branch=v.branch,
+            files=v.files,
+            phase=v.phase,
+            context_files=list(v.context_files),
         )
+
+
+class AnchorState(BaseModel):
+    """The session's Odyssean Anchor standing."""
+
+    validated: bool
+    position: int | None
+    attempt: int
+    total_attempts: int
+    locked: bool
+    lockouts: int
 
 
 class TokenState(BaseModel):
@@ -51,6 +71,7 @@ class SessionState(SessionInfo):
     """A session with its token and counters, as of a position or time."""
 
     token: TokenState
+    anchor: AnchorState
     searches: int
     stamps: int
     refusals: int
@@ -74,6 +95,14 @@ class SessionState(SessionInfo):
         return cls(
             **SessionInfo.of(v).model_dump(),
             token=token,
+            anchor=AnchorState(
+                validated=v.anchor_validated,
+                position=v.anchor_position,
+                attempt=v.anchor_attempt,
+                total_attempts=v.anchor_total,
+                locked=v.anchor_locked,
+                lockouts=v.lockouts,
+            ),
             searches=v.searches,
             stamps=v.stamps,
             refusals=v.refusals,
@@ -132,6 +161,10 @@ class AgentReport(BaseModel):
     passes: int
     fails: int
     pass_rate: float | None
+    anchor_attempts: int
+    anchor_passes: int
+    first_try_pass_rate: float | None
+    lockouts: int
 
     @classmethod
     def of(cls, a: AgentCompliance) -> AgentReport:
@@ -142,6 +175,10 @@ class AgentReport(BaseModel):
             passes=a.passes,
             fails=a.fails,
             pass_rate=a.pass_rate,
+            anchor_attempts=a.anchor_attempts,
+            anchor_passes=a.anchor_passes,
+            first_try_pass_rate=a.first_try_pass_rate,
+            lockouts=a.lockouts,
         )
 
 
@@ -155,3 +192,18 @@ class ApiKeyCreated(BaseModel):
     key_id: str
     agent: str
     api_key: str
+    admin: bool = False
+
+
+class AnchorResult(BaseModel):
+    """The server's verdict on an anchor proof, with guidance and where the session stands."""
+
+    validated: bool
+    canonical_proof: str
+    errors: list[str]
+    guidance: str
+    enforcement: Enforcement
+    warnings: list[str] = Field(default_factory=list)
+    template: str = ""
+    session_id: str
+    position: int

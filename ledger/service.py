@@ -13,16 +13,18 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
 from ledger import clock as _clock
-from ledger import gate, memory, receipts, sessions
 from ledger.chain import StoredRecord
-from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound, StoreUnavailable
+from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ledger.events import ApiKeyIssued, ComplianceStamped, DomainEvent, LedgerInitialised, RecordedEvent
 from ledger.mapper import decode
 from ledger.results import (
     AgentReport,
+    AnchorResult,
     ApiKeyCreated,
     AssertResult,
     ComplianceReport,
@@ -54,6 +56,7 @@ class Actor:
     agent: str
     source: Source = "cli"
     correlation_id: str | None = None
+    admin: bool = False  # may unlock sessions; agents over MCP never are
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,9 @@ class LedgerConfig:
 
     token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
     max_conflict_retries: int = 20
+    require_anchor: bool = False
+    project_roots: tuple[str, ...] = ()
+    context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
 
 
 @dataclass
@@ -82,6 +88,8 @@ class Ledger:
 
     def _meta(self, actor: Actor, session_id: str | None) -> dict[str, Any]:
         meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
+        if actor.admin:
+            meta["admin"] = True
         if session_id:
             meta["session_id"] = session_id
         if actor.correlation_id:
@@ -179,6 +187,21 @@ class Ledger:
         events = sessions.decide_clock_in(
             session_id=session_id, agent=actor.agent, role=role, working_dir=working_dir, focus=focus
         )
+        if working_dir is not None:
+            # The server reads the project's real state itself; the agent only names the directory.
+            root = project_context.check_working_dir(working_dir, self.config.project_roots)
+            ctx = project_context.read_context(root, self.config.context_paths)
+            events = [
+                events[0].model_copy(
+                    update=dict(
+                        working_dir=ctx.working_dir,
+                        branch=ctx.branch,
+                        files=ctx.files,
+                        phase=ctx.phase,
+                        context_files=list(ctx.context_files),
+                    )
+                )
+            ]
         _, view = self._append_to_session(actor, sessions.stream_for(session_id), 0, None, list(events))
         assert view is not None
         return SessionInfo.of(view)
@@ -203,6 +226,97 @@ class Ledger:
             raise NotFound(f"session {session_id} does not exist (at that point)", "check the session id")
         moment = as_of or self.clock()
         return SessionState.at(view, moment, until if until is not None else self.store.head()[0])
+
+    # --- the Odyssean Anchor -------------------------------------------------------------------------------
+
+    def anchor(
+        self, actor: Actor, session_id: str, role: str, proof_candidate: str, tier: str = "default"
+    ) -> AnchorResult:
+        """Validate an anchor proof against the authoritative context; count, lock and record the attempt."""
+        if not isinstance(proof_candidate, str) or not proof_candidate.strip():
+            raise InvalidInput("proof_candidate is empty", "send the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
+        if tier not in anchor.TIERS:
+            raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(anchor.TIERS)}")
+
+        def attempt() -> AnchorResult:
+            stream, version, view = self._open_session(actor, session_id)
+            if view.anchor_locked:
+                [rec], after = self._append_to_session(actor, stream, version, view, anchoring.decide_refusal(view))
+                assert after is not None
+                message = anchoring.locked_message(session_id)
+                return AnchorResult(
+                    validated=False,
+                    canonical_proof="",
+                    errors=[message],
+                    guidance=f"VALIDATION FAILED: [{message}]. RETRY: [none until a person unlocks the session]",
+                    enforcement=anchoring.Enforcement.of(after, view.anchor_attempt),
+                    session_id=session_id,
+                    position=rec.position,
+                )
+            if not view.working_dir:
+                raise InvalidInput(
+                    "this session has no working directory to anchor to",
+                    "clock in again with working_dir set to your project directory",
+                )
+            root = Path(view.working_dir)
+            ctx = project_context.read_context(root, self.config.context_paths)
+            workspace = project_context.Workspace(root)
+            validation = anchor.validate_proof(
+                proof_candidate,
+                role=role,
+                session_role=view.role,
+                tier=tier,
+                context=anchor.AuthoritativeContext(
+                    working_dir=ctx.working_dir, branch=ctx.branch, phase=ctx.phase, files=ctx.files
+                ),
+                check_citation=workspace.check_citation,
+                parent_exists=self._session_exists,
+            )
+            events = anchoring.decide_attempt(
+                view,
+                role=role,
+                tier=tier,
+                proof=proof_candidate,
+                validation=validation,
+                branch=ctx.branch,
+                phase=ctx.phase,
+                files=ctx.files,
+            )
+            recorded, after = self._append_to_session(actor, stream, version, view, events)
+            assert after is not None
+            return AnchorResult(
+                validated=validation.validated,
+                canonical_proof=validation.canonical_proof,
+                errors=validation.errors,
+                guidance=validation.guidance,
+                enforcement=anchoring.Enforcement.of(after, view.anchor_attempt + 1),
+                warnings=validation.warnings,
+                template="" if validation.validated else validation.template,
+                session_id=session_id,
+                position=recorded[0].position,
+            )
+
+        return self._retrying(attempt)
+
+    def unlock_anchor(self, actor: Actor, session_id: str, reason: str) -> SessionState:
+        """A person lifts an anchor lock; the unlock is an event naming who and why."""
+
+        def attempt() -> SessionState:
+            if not actor.admin:
+                raise Forbidden("only an administrator can unlock a session", "ask a person with an admin key")
+            stream, version, view = self._session(session_id)
+            if view is None:
+                raise NotFound(f"session {session_id} does not exist", "check the session id")
+            self._append_to_session(actor, stream, version, view, anchoring.decide_unlock(view, reason))
+            return self.session_state(session_id)
+
+        return self._retrying(attempt)
+
+    def _session_exists(self, session_id: str) -> bool:
+        try:
+            return self._session(session_id)[2] is not None
+        except InvalidInput:
+            return False
 
     # --- memory ---------------------------------------------------------------------------------------
 
@@ -263,7 +377,7 @@ class Ledger:
 
         def attempt() -> AssertResult:
             stream, version, view = self._open_session(actor, session_id)
-            decision = gate.decide_assert(view, self.clock())
+            decision = gate.decide_assert(view, self.clock(), require_anchor=self.config.require_anchor)
             [rec], _ = self._append_to_session(actor, stream, version, view, [decision])
             if isinstance(decision, ComplianceStamped):
                 receipt = receipts.sign(
@@ -361,7 +475,7 @@ class Ledger:
 
     # --- API keys -------------------------------------------------------------------------------------
 
-    def issue_api_key(self, actor: Actor, agent: str) -> ApiKeyCreated:
+    def issue_api_key(self, actor: Actor, agent: str, *, admin: bool = False) -> ApiKeyCreated:
         """Create an API key for ``agent``; the ledger records only its SHA-256."""
         check_agent(agent)
         plaintext = "clk_" + secrets.token_urlsafe(32)
@@ -370,22 +484,23 @@ class Ledger:
 
         def attempt() -> ApiKeyCreated:
             state = self.store.load_stream(API_KEYS_STREAM)
-            event = ApiKeyIssued(key_id=key_id, agent=agent, key_sha256=digest)
+            event = ApiKeyIssued(key_id=key_id, agent=agent, key_sha256=digest, admin=admin)
             self.store.append(API_KEYS_STREAM, state.version, [event], self._meta(actor, None))
-            return ApiKeyCreated(key_id=key_id, agent=agent, api_key=plaintext)
+            return ApiKeyCreated(key_id=key_id, agent=agent, api_key=plaintext, admin=admin)
 
         return self._retrying(attempt)
 
-    def api_keys(self) -> dict[str, str]:
-        """Map of key SHA-256 to agent for every issued key."""
-        out: dict[str, str] = {}
-        for rec in self.store.load_stream(API_KEYS_STREAM).events:
-            if isinstance(rec.event, ApiKeyIssued):
-                out[rec.event.key_sha256] = rec.event.agent
-        return out
+    def api_keys(self) -> dict[str, ApiKeyIssued]:
+        """Every issued key, by the key's SHA-256."""
+        return {
+            rec.event.key_sha256: rec.event
+            for rec in self.store.load_stream(API_KEYS_STREAM).events
+            if isinstance(rec.event, ApiKeyIssued)
+        }
 
     def agent_for_key(self, api_key: str) -> str | None:
-        return self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
+        issued = self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
+        return issued.agent if issued else None
 
 
 @dataclass(frozen=True)

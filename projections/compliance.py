@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ledger.events import ComplianceRefused, ComplianceStamped, MemorySearched, RecordedEvent
+from ledger.events import (
+    AnchorAttempted,
+    AnchorLocked,
+    ComplianceRefused,
+    ComplianceStamped,
+    MemorySearched,
+    RecordedEvent,
+)
 
-_COUNTED = (MemorySearched, ComplianceStamped, ComplianceRefused)
+_COUNTED = (MemorySearched, ComplianceStamped, ComplianceRefused, AnchorAttempted, AnchorLocked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +24,11 @@ class AgentCompliance:
     searches: int = 0
     passes: int = 0
     fails: int = 0
+    anchor_attempts: int = 0
+    anchor_passes: int = 0
+    anchored_sessions: int = 0  # sessions with at least one anchor attempt
+    first_try_passes: int = 0
+    lockouts: int = 0
 
     @property
     def stamp_requests(self) -> int:
@@ -25,6 +37,11 @@ class AgentCompliance:
     @property
     def pass_rate(self) -> float | None:
         return round(self.passes / self.stamp_requests, 4) if self.stamp_requests else None
+
+    @property
+    def first_try_pass_rate(self) -> float | None:
+        """Share of anchored sessions whose first anchor attempt validated."""
+        return round(self.first_try_passes / self.anchored_sessions, 4) if self.anchored_sessions else None
 
 
 def compliance_key(rec: RecordedEvent) -> str | None:
@@ -41,4 +58,14 @@ def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance
         return replace(state, passes=state.passes + 1)
     if isinstance(e, ComplianceRefused):
         return replace(state, fails=state.fails + 1)
+    if isinstance(e, AnchorAttempted):
+        return replace(
+            state,
+            anchor_attempts=state.anchor_attempts + 1,
+            anchor_passes=state.anchor_passes + e.validated,
+            anchored_sessions=state.anchored_sessions + e.first_in_session,
+            first_try_passes=state.first_try_passes + (e.first_in_session and e.validated),
+        )
+    if isinstance(e, AnchorLocked):
+        return replace(state, lockouts=state.lockouts + 1)
     return state

@@ -8,6 +8,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ledger.events import (
+    AnchorAttempted,
+    AnchorLocked,
+    AnchorUnlocked,
     ComplianceRefused,
     ComplianceStamped,
     MemorySearched,
@@ -59,6 +62,16 @@ class SessionView:
     last_stamp_position: int | None = None
     version: int = 0
     position: int = 0
+    branch: str | None = None
+    files: int | None = None
+    phase: str | None = None
+    context_files: tuple[str, ...] = ()
+    anchor_attempt: int = 0  # attempts since the last success or unlock: what the retry limit counts
+    anchor_total: int = 0
+    anchor_validated: bool = False
+    anchor_position: int | None = None
+    anchor_locked: bool = False
+    lockouts: int = 0
 
     @property
     def is_open(self) -> bool:
@@ -87,6 +100,10 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             last_event_at=rec.recorded_at,
             version=rec.version,
             position=rec.position,
+            branch=e.branch,
+            files=e.files,
+            phase=e.phase,
+            context_files=tuple(e.context_files),
         )
     if view is None:
         return None
@@ -123,6 +140,34 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
         )
     if isinstance(e, ComplianceRefused):
         return replace(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
+    if isinstance(e, AnchorAttempted):
+        if e.validated:
+            return replace(
+                view,
+                anchor_attempt=0,
+                anchor_total=view.anchor_total + 1,
+                anchor_validated=True,
+                anchor_position=rec.position,
+                last_event_at=at,
+                version=version,
+                position=position,
+            )
+        return replace(
+            view,
+            anchor_attempt=e.attempt,
+            anchor_total=view.anchor_total + 1,
+            last_event_at=at,
+            version=version,
+            position=position,
+        )
+    if isinstance(e, AnchorLocked):
+        return replace(
+            view, anchor_locked=True, lockouts=view.lockouts + 1, last_event_at=at, version=version, position=position
+        )
+    if isinstance(e, AnchorUnlocked):
+        return replace(
+            view, anchor_locked=False, anchor_attempt=0, last_event_at=at, version=version, position=position
+        )
     if isinstance(e, SessionEnded):
         return replace(view, ended_at=at, last_event_at=at, version=version, position=position)
     return replace(view, last_event_at=at, version=version, position=position)

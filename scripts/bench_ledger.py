@@ -1286,7 +1286,14 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        # Keep the sections other bench scripts own (e.g. scripts/bench_anchor.py's) at the end of the file.
+        kept = ""
+        if output.exists():
+            previous = output.read_text(encoding="utf-8")
+            marker = "\n## Odyssean Anchor validation"
+            if marker in previous:
+                kept = previous[previous.index(marker) :]
+        output.write_text(text.rstrip("\n") + "\n" + kept, encoding="utf-8")
         console.log(f"wrote {output}")
     return 1 if report.errors else 0
 

@@ -46,6 +46,35 @@ SAMPLES: list[ev.DomainEvent] = [
         ev.ComplianceRefused(session_id="ses_1", reason=r, message="⛔ GATE CLOSED.")
         for r in ("no_search", "token_consumed", "token_expired", "anchor_required")
     ],
+    ev.SessionStarted(
+        session_id="ses_3",
+        agent="carol",
+        role="dev",
+        working_dir="/srv/app",
+        branch="main",
+        files=3,
+        phase="B1",
+        context_files=["/srv/app/PROJECT-CONTEXT.oct.md"],
+    ),
+    ev.AnchorAttempted(
+        session_id="ses_3",
+        role="dev",
+        tier="default",
+        attempt=2,
+        first_in_session=False,
+        validated=False,
+        errors=["TIER_DEFAULT requires 2 tensions, found 1"],
+        warnings=[],
+        proof_candidate="===…===",
+        canonical_proof="",
+        branch="main",
+        phase="B1",
+        files=3,
+    ),
+    ev.AnchorLocked(session_id="ses_3", failed_attempts=3),
+    ev.AnchorRefused(session_id="ses_3"),
+    ev.AnchorUnlocked(session_id="ses_3", reason="reviewed with the agent"),
+    ev.ApiKeyIssued(key_id="key_abcdef0123", agent="boss", key_sha256="b" * 64, admin=True),
 ]
 
 
