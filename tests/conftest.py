@@ -19,6 +19,7 @@ from api.bootstrap import initialise
 from api.settings import Settings
 from ledger import clock as _clock
 from ledger.service import Ledger
+from tests.anchor_support import git
 
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES"))
@@ -96,3 +97,17 @@ def make_ledger(tmp_path: Path) -> Iterator[LedgerFactory]:
 def ledger(make_ledger: LedgerFactory, db_url: str) -> Ledger:
     """An initialised ledger on each backend."""
     return make_ledger(db_url)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git repository on branch main, phase B1, with one uncommitted change (FILES::1)."""
+    repo = tmp_path / "projects" / "app"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 41)))
+    (repo / "PROJECT-CONTEXT.oct.md").write_text("===PROJECT_CONTEXT===\nMETA:\n  PHASE::B1\n===END===\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 43)))
+    return repo

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from mcp import Client, StdioServerParameters
 from api.mcp_server import build_mcp
 from api.settings import Settings
 from ledger.service import Actor, Ledger
+from tests.anchor_support import proof
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running
 
@@ -26,55 +26,6 @@ OPERATOR = Actor("operator", "cli", admin=True)
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        check=True,
-        capture_output=True,
-    )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A git repository on branch main, phase B1, with one uncommitted change (FILES::1)."""
-    repo = tmp_path / "projects" / "app"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 41)))
-    (repo / "PROJECT-CONTEXT.oct.md").write_text("===PROJECT_CONTEXT===\nMETA:\n  PHASE::B1\n===END===\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "init")
-    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 43)))
-    return repo
-
-
-def proof(role: str = "dev", phase: str = "B1", artifact: str = "src/app.py", tensions: int = 2) -> str:
-    lines = [
-        f"    L{n}::[keep the API stable]⇌CTX:src/app.py[line {n} is the entry point]→TRIGGER[add a test first]"
-        for n in range(1, tensions + 1)
-    ]
-    return "\n".join(
-        [
-            "===ODYSSEAN_ANCHOR_PROOF::v5.0===",
-            "IDENTITY:",
-            f"  ROLE::{role}",
-            "  COGNITION::LOGOS",
-            "  AUTHORITY::RESPONSIBLE[build_phase_execution]",
-            "CONTEXT:",
-            f"  PHASE::{phase}",
-            "  BRANCH::main",
-            "  FILES::1",
-            "PROOF:",
-            "  TENSIONS:",
-            *lines,
-            "  COMMIT:",
-            f"    ARTIFACT::{artifact}",
-            "    GATE::pytest tests/test_app.py",
-            "===END_ODYSSEAN_ANCHOR_PROOF===",
-        ]
-    )
 
 
 @pytest.fixture
