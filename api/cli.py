@@ -19,6 +19,7 @@ from rich.table import Table
 from api.bootstrap import initialise, open_ledger, redact
 from api.render import event_dict
 from api.settings import Settings
+from ledger import project_context
 from ledger.canonical import parse_ts
 from ledger.errors import InvalidInput, LedgerError
 from ledger.search_index import CHECKPOINT
@@ -214,6 +215,9 @@ def mcp(
     ctx: typer.Context,
     agent: Annotated[str, typer.Option(envvar="LEDGER_AGENT", help="the agent this stdio server acts for")],
     role: Annotated[str, typer.Option(help="role of the default session opened at start")] = "agent",
+    working_dir: Annotated[
+        str | None, typer.Option(help="project directory of the default session (needed to anchor)")
+    ] = None,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
     from api.mcp_server import build_mcp
@@ -222,7 +226,12 @@ def mcp(
         ledger, _ = initialise(_settings(ctx))
     except LedgerError as exc:
         raise _fail(exc) from exc
-    build_mcp(ledger, agent=agent, default_role=role, open_default_session=True).run()
+    if working_dir is not None:
+        try:  # refuse a bad directory here, with a message, rather than failing inside the server
+            working_dir = str(project_context.check_working_dir(working_dir, ledger.config.project_roots))
+        except LedgerError as exc:
+            raise _fail(exc) from exc
+    build_mcp(ledger, agent=agent, default_role=role, default_working_dir=working_dir, open_default_session=True).run()
 
 
 def _is_loopback(host: str) -> bool:

@@ -62,6 +62,7 @@ def build_mcp(
     *,
     agent: str | None = None,
     default_role: str = "agent",
+    default_working_dir: str | None = None,
     open_default_session: bool = False,
     fallback_agent: str = "local",
 ) -> MCPServer:
@@ -76,7 +77,7 @@ def build_mcp(
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
         if open_default_session and agent:
-            info = _ledger_call(lambda: ledger.clock_in(Actor(agent, "mcp"), default_role))
+            info = _ledger_call(lambda: ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir))
             default["session_id"] = info.session_id
         try:
             yield {}

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
 from ledger import clock as _clock
+from ledger.canonical import require_utf8
 from ledger.chain import StoredRecord
 from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ledger.events import ApiKeyIssued, ComplianceStamped, DomainEvent, LedgerInitialised, RecordedEvent
@@ -237,6 +238,13 @@ class Ledger:
             raise InvalidInput("proof_candidate is empty", "send the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
         if tier not in anchor.TIERS:
             raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(anchor.TIERS)}")
+        if len(proof_candidate) > anchor.MAX_PROOF_CHARS:
+            raise InvalidInput(
+                f"the proof is {len(proof_candidate)} characters; the limit is {anchor.MAX_PROOF_CHARS}",
+                "send only the ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block",
+            )
+        sessions.check_role(role)
+        require_utf8(proof_candidate, "proof")
 
         def attempt() -> AnchorResult:
             stream, version, view = self._open_session(actor, session_id)

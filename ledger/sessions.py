@@ -34,15 +34,20 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def decide_clock_in(
-    *, session_id: str, agent: str, role: str, working_dir: str | None, focus: str | None
-) -> list[SessionStarted]:
-    role = (role or "").strip()
+def check_role(role: str) -> str:
+    role = (role or "").strip() if isinstance(role, str) else ""
     if not role or len(role) > MAX_ROLE_CHARS or not _ROLE.match(role):
         raise InvalidInput(
             f"role {role!r} is not valid",
             f"send a role name of letters, digits, '_', '.' or '-' (at most {MAX_ROLE_CHARS}), e.g. 'dev'",
         )
+    return role
+
+
+def decide_clock_in(
+    *, session_id: str, agent: str, role: str, working_dir: str | None, focus: str | None
+) -> list[SessionStarted]:
+    role = check_role(role)
     if focus is not None and len(focus) > MAX_FOCUS_CHARS:
         raise InvalidInput(f"focus is longer than {MAX_FOCUS_CHARS} characters", "shorten the focus text")
     if working_dir is not None and (not working_dir.strip() or len(working_dir) > MAX_PATH_CHARS):

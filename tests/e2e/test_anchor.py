@@ -179,3 +179,48 @@ def test_anchor_outcomes_appear_in_reports_and_session_state(
     assert denied.status_code == 403
     assert allowed.status_code == 200 and allowed.json()["anchor"]["locked"] is False
     assert via_rest["validated"] is True
+
+
+async def test_the_stdio_server_can_anchor_its_default_session_in_a_project(
+    make_ledger: LedgerFactory, sqlite_url: str, tmp_path: Path, project: Path
+) -> None:
+    make_ledger(sqlite_url, project_roots=[str(tmp_path / "projects")])
+    env = {
+        **os.environ,
+        "LEDGER_HOME": str(tmp_path),
+        "LEDGER_DATABASE_URL": sqlite_url,
+        "LEDGER_PROJECT_ROOTS": json.dumps([str(tmp_path / "projects")]),
+    }
+    args = ["-m", "api", "mcp", "--agent", "dev-1", "--role", "dev", "--working-dir", str(project)]
+    async with Client(StdioServerParameters(command=sys.executable, args=args, env=env)) as client:
+        result = await call(client, "odyssean_anchor", {"role": "dev", "proof_candidate": proof()})
+    assert result["validated"] is True, result["errors"]
+
+
+def test_the_stdio_server_refuses_a_working_dir_outside_the_project_roots(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    ledger = make_ledger(project_roots=[str(tmp_path / "projects")])
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(tmp_path),
+            "--db",
+            str(ledger.store.engine.url),
+            "mcp",
+            "--agent",
+            "a",
+            "--working-dir",
+            str(outside),
+        ],
+        env={"LEDGER_PROJECT_ROOTS": json.dumps([str(tmp_path / "projects")])},
+    )
+    assert result.exit_code != 0
+    assert "outside the allowed project roots" in result.stderr

@@ -205,3 +205,36 @@ def test_the_cli_validates_a_proof_file_and_unlocks_a_locked_session(
     assert unlock_code == 0 and "unlocked" in unlock_out
     assert good_code == 0 and "VALIDATED" in good_out
     assert foreign_code == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"proof_candidate": "x" * 20_001}, "the limit is 20000"),
+        ({"proof_candidate": "  "}, "proof_candidate is empty"),
+        ({"tier": "extreme"}, "tier 'extreme' is not known"),
+        ({"role": "not a role!"}, "is not valid"),
+        ({"proof_candidate": "bad \ud800"}, "lone surrogate"),
+    ],
+)
+def test_bad_anchor_input_is_refused_without_counting_an_attempt(
+    ledger: Ledger, project: Path, kwargs: dict[str, str], text: str
+) -> None:
+    from ledger.errors import InvalidInput
+
+    sid = ledger.clock_in(WHO, "dev", str(project)).session_id
+    head = ledger.store.head()
+    args = {"role": "dev", "proof_candidate": proof(), "tier": "default", **kwargs}
+    with pytest.raises(InvalidInput) as caught:
+        ledger.anchor(WHO, sid, args["role"], args["proof_candidate"], args["tier"])
+    assert text in caught.value.message and caught.value.hint
+    assert ledger.store.head() == head
+
+
+def test_a_session_without_a_working_directory_cannot_anchor(ledger: Ledger) -> None:
+    from ledger.errors import InvalidInput
+
+    sid = ledger.clock_in(WHO, "dev").session_id
+    with pytest.raises(InvalidInput) as caught:
+        ledger.anchor(WHO, sid, "dev", proof())
+    assert "working_dir" in caught.value.hint
