@@ -33,6 +33,19 @@ def anchored_ledger(make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> 
     return make_ledger(db_url, project_roots=[str(tmp_path / "projects")])
 
 
+def stdio_server(make_ledger: LedgerFactory, url: str, tmp_path: Path, *args: str) -> StdioServerParameters:
+    """A `compliance-ledger mcp` subprocess on an initialised ledger whose project roots hold `project`."""
+    roots = [str(tmp_path / "projects")]
+    make_ledger(url, project_roots=roots)
+    env = {
+        **os.environ,
+        "LEDGER_HOME": str(tmp_path),
+        "LEDGER_DATABASE_URL": url,
+        "LEDGER_PROJECT_ROOTS": json.dumps(roots),
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "api", "mcp", *args], env=env)
+
+
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
@@ -115,14 +128,7 @@ async def test_nothing_the_caller_sends_resets_the_count(anchored_ledger: Ledger
 async def test_the_attempt_count_survives_a_server_restart(
     make_ledger: LedgerFactory, sqlite_url: str, tmp_path: Path, project: Path
 ) -> None:
-    make_ledger(sqlite_url, project_roots=[str(tmp_path / "projects")])
-    env = {
-        **os.environ,
-        "LEDGER_HOME": str(tmp_path),
-        "LEDGER_DATABASE_URL": sqlite_url,
-        "LEDGER_PROJECT_ROOTS": json.dumps([str(tmp_path / "projects")]),
-    }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "api", "mcp", "--agent", "dev-1"], env=env)
+    params = stdio_server(make_ledger, sqlite_url, tmp_path, "--agent", "dev-1")
     bad = {"role": "dev", "proof_candidate": proof(tensions=1)}
     async with Client(params) as client:
         sid = (await call(client, "clock_in", {"role": "dev", "working_dir": str(project)}))["session_id"]
@@ -184,15 +190,10 @@ def test_anchor_outcomes_appear_in_reports_and_session_state(
 async def test_the_stdio_server_can_anchor_its_default_session_in_a_project(
     make_ledger: LedgerFactory, sqlite_url: str, tmp_path: Path, project: Path
 ) -> None:
-    make_ledger(sqlite_url, project_roots=[str(tmp_path / "projects")])
-    env = {
-        **os.environ,
-        "LEDGER_HOME": str(tmp_path),
-        "LEDGER_DATABASE_URL": sqlite_url,
-        "LEDGER_PROJECT_ROOTS": json.dumps([str(tmp_path / "projects")]),
-    }
-    args = ["-m", "api", "mcp", "--agent", "dev-1", "--role", "dev", "--working-dir", str(project)]
-    async with Client(StdioServerParameters(command=sys.executable, args=args, env=env)) as client:
+    params = stdio_server(
+        make_ledger, sqlite_url, tmp_path, "--agent", "dev-1", "--role", "dev", "--working-dir", str(project)
+    )
+    async with Client(params) as client:
         result = await call(client, "odyssean_anchor", {"role": "dev", "proof_candidate": proof()})
     assert result["validated"] is True, result["errors"]
 
