@@ -1,0 +1,147 @@
+"""Active hours: the measure of the union of the intervals in which any session was active; a pure fold.
+
+A session is active from its clock-in (``SessionStarted``) to its clock-out (``SessionEnded``). A session never
+clocked out counts until its last event plus an idle timeout (default 30 minutes). Overlapping sessions count
+once, and time in which no session was active (idle time, holidays) does not count at all, so memory decays
+with use, not with the calendar.
+
+The fold keeps one small immutable span per session; the union is measured on demand, in
+O(sessions · log sessions). For the projection runner: ``Projection("active_time", active_time_key, evolve)``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ledger.events import RecordedEvent, SessionEnded, SessionStarted
+from projections.sessions import session_key
+
+IDLE_TIMEOUT = _dt.timedelta(minutes=30)
+"""How long a session never clocked out stays active after its last event, unless told otherwise."""
+
+ACTIVE_TIME = "active_time"
+"""The single key under which the runner holds the state: active time is one fold over every session stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpan:
+    """When one session clocked in, when it was last seen, and when it clocked out (``None`` while open)."""
+
+    session_id: str
+    started_at: _dt.datetime
+    last_event_at: _dt.datetime
+    ended_at: _dt.datetime | None = None
+
+    def stop(self, idle_timeout: _dt.timedelta) -> _dt.datetime:
+        """Where the session's activity ends: its clock-out, or its last event plus the idle timeout."""
+        if self.ended_at is not None:
+            return self.ended_at
+        return self.last_event_at + idle_timeout
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveTime:
+    """The span of every session seen so far, in the order the sessions started in the log."""
+
+    spans: tuple[SessionSpan, ...] = ()
+
+
+def active_time_key(rec: RecordedEvent) -> str | None:
+    """Every session-stream event feeds the one active-time state; other events do not touch it."""
+    return ACTIVE_TIME if session_key(rec) is not None else None
+
+
+def evolve_span(span: SessionSpan | None, rec: RecordedEvent) -> SessionSpan | None:
+    """Apply one event of a session stream to that session's span.
+
+    Events of a session never started (in the events seen) are ignored, as are events after its clock-out.
+    """
+    e = rec.event
+    if isinstance(e, SessionStarted):
+        return SessionSpan(session_id=e.session_id, started_at=rec.recorded_at, last_event_at=rec.recorded_at)
+    if span is None or span.ended_at is not None:
+        return span
+    if isinstance(e, SessionEnded):
+        return replace(span, last_event_at=rec.recorded_at, ended_at=rec.recorded_at)
+    return replace(span, last_event_at=rec.recorded_at)
+
+
+def evolve(state: ActiveTime | None, rec: RecordedEvent) -> ActiveTime:
+    """Apply one event of any stream; only session-stream events change the state.
+
+    Finding and replacing the session's span is O(sessions) per event. A runner keyed per session can instead
+    fold :func:`evolve_span` with ``session_key`` and measure ``ActiveTime(tuple(spans))``.
+    """
+    state = state if state is not None else ActiveTime()
+    key = session_key(rec)
+    if key is None:
+        return state
+    spans = state.spans
+    # The newest session is the likeliest to act next: search from the end.
+    for i in range(len(spans) - 1, -1, -1):
+        if spans[i].session_id == key:
+            new = evolve_span(spans[i], rec)
+            if new is None or new is spans[i]:
+                return state
+            return ActiveTime((*spans[:i], new, *spans[i + 1 :]))
+    new = evolve_span(None, rec)
+    if new is None:
+        return state
+    return ActiveTime((*spans, new))
+
+
+def fold(events: Iterable[RecordedEvent]) -> ActiveTime:
+    """Fold the log (or any part of it) from the start."""
+    state = ActiveTime()
+    for rec in events:
+        state = evolve(state, rec)
+    return state
+
+
+def _union_seconds(
+    spans: Iterable[SessionSpan], lo: _dt.datetime | None, hi: _dt.datetime, idle_timeout: _dt.timedelta
+) -> float:
+    """Seconds covered by the union of the spans' intervals, clipped to ``[lo, hi]`` (``lo=None``: unbounded)."""
+    intervals = sorted(
+        (max(s.started_at, lo) if lo is not None else s.started_at, min(s.stop(idle_timeout), hi)) for s in spans
+    )
+    total = _dt.timedelta(0)
+    current: tuple[_dt.datetime, _dt.datetime] | None = None  # the merged interval being grown
+    for start, end in intervals:
+        if end <= start:
+            continue
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = (start, end)
+        elif end > current[1]:
+            current = (current[0], end)
+    if current is not None:
+        total += current[1] - current[0]
+    return total.total_seconds()
+
+
+def active_hours(state: ActiveTime | None, at: _dt.datetime, idle_timeout: _dt.timedelta = IDLE_TIMEOUT) -> float:
+    """Active hours from the first clock-in up to the moment ``at``.
+
+    An open session counts until ``min(at, last event + idle_timeout)``. For an exact value at a past moment,
+    fold the log only up to that moment (``replay --as-of``): the state cannot know an open session's last
+    event as of an earlier time.
+    """
+    if state is None:
+        return 0.0
+    return _union_seconds(state.spans, None, at, idle_timeout) / 3600
+
+
+def hours_between(
+    state: ActiveTime | None,
+    start: _dt.datetime,
+    end: _dt.datetime,
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT,
+) -> float:
+    """Active hours within ``[start, end]``, e.g. since a block was last reinforced; 0 when ``end <= start``."""
+    if state is None or end <= start:
+        return 0.0
+    return _union_seconds(state.spans, start, end, idle_timeout) / 3600
