@@ -130,14 +130,23 @@ def _print_json(value: Any) -> None:
 
 
 @app.command()
-def init(ctx: typer.Context) -> None:
-    """Create the database schema and the receipt signing key (safe to run again)."""
+def init(
+    ctx: typer.Context,
+    no_seed: Annotated[bool, typer.Option("--no-seed", help="skip the 10 constitutional memory blocks")] = False,
+    self_text: Annotated[str | None, typer.Option("--self", help="add a self/context block: who the agent is")] = None,
+) -> None:
+    """Create the schema and receipt key, and seed the constitutional memory (all safe to run again)."""
     settings = _settings(ctx)
     try:
         ledger, report = initialise(settings)
     except LedgerError as exc:
         raise _fail(exc) from exc
-    ledger.store.engine.dispose()
+    try:
+        setup = ledger.setup_memory(OPERATOR, identity=self_text, seed=not no_seed)
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    finally:
+        ledger.store.engine.dispose()
     out.print(
         f"database   {redact(report.database_url)} "
         f"({'initialised' if report.ledger_created else 'already initialised'})"
@@ -145,6 +154,10 @@ def init(ctx: typer.Context) -> None:
     out.print(
         f"receipt key {report.key_path} ({'created' if report.key_created else 'kept'}) — "
         "back it up: without it no receipt can be verified"
+    )
+    out.print(
+        f"memory     {len(setup.created)} block(s) created, {len(setup.already_present)} already present; "
+        f"{setup.constitutional_blocks} constitutional"
     )
 
 
@@ -461,6 +474,13 @@ def doctor(ctx: typer.Context) -> None:
         row("events", True, f"head position {head}, hash {head_hash[:16]}")
         bound = ledger.bound_key_id()
         row("key binding", bound == ledger.key.key_id, f"ledger bound to key {bound or '— (run init)'}")
+        constitutional = ledger.constitutional_block_count()
+        row(
+            "constitution",
+            True,
+            f"{constitutional} constitutional memory blocks"
+            + ("" if constitutional else " (seed them with `compliance-ledger init`)"),
+        )
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
         row("API keys", True, f"{len(ledger.api_keys())} issued")

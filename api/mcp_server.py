@@ -20,7 +20,15 @@ from pydantic import ConfigDict
 from api.auth import agent_from_headers
 from ledger import gate
 from ledger.errors import LedgerError, StoreUnavailable
-from ledger.results import AnchorResult, AssertResult, RememberResult, SearchResult, SessionInfo, StampVerification
+from ledger.results import (
+    AnchorResult,
+    AssertResult,
+    MemorySetupResult,
+    RememberResult,
+    SearchResult,
+    SessionInfo,
+    StampVerification,
+)
 from ledger.service import Actor, Ledger
 
 T = TypeVar("T")
@@ -30,6 +38,20 @@ INSTRUCTIONS = (
     "Search memory with memory_search before you finish a task, then call assert_compliance to obtain the "
     "Compliance Stamp and end your response with it. " + gate.GROUNDING_INSTRUCTION
 )
+MEMORY_GUIDE = """Memory in the Compliance Ledger
+
+Setup (once; safe to repeat): call `memory_setup` (or run `compliance-ledger init`). It stores the 10
+constitutional blocks (tag self/constitutional: they never fade), plus your identity (self/context) and
+values (self/value) if you pass them. Nothing is stored twice.
+
+The loop, every task:
+1. Search before you act: `memory_search` with what the task is about. Read what comes back.
+2. Act, citing what you used.
+3. Remember what you learned: `memory_remember` with one declarative statement per block and tags such as
+   project/<area>. Same content twice is rejected as a duplicate.
+4. Before you finish: `assert_compliance`, and end your response with the stamp it returns.
+
+Every call is an event in a hash-chained ledger; your searches, stamps and memories are auditable."""
 _SESSION_HELP = "call clock_in first and pass the session_id it returns"
 
 
@@ -149,6 +171,21 @@ def build_mcp(
         who, sid = actor(ctx), session_of(session_id)
         return _ledger_call(lambda: ledger.anchor(who, sid, role, proof_candidate, tier))
 
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    def memory_setup(
+        ctx: Context,
+        identity: str | None = None,
+        values: list[str] | None = None,
+        seed: bool = True,
+        session_id: str | None = None,
+    ) -> MemorySetupResult:
+        """Set up memory: the 10 constitutional blocks (seed=True), an identity (self/context) and values
+        (self/value). Running it again creates no duplicates."""
+        who, sid = actor(ctx), session_of(session_id)
+        return _ledger_call(
+            lambda: ledger.setup_memory(who, identity=identity, values=values or [], seed=seed, session_id=sid)
+        )
+
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
     def verify_stamp(receipt: str) -> StampVerification:
         """Check a stamp receipt: is it genuine, and which ledger event does it point at?"""
@@ -164,6 +201,11 @@ def build_mcp(
             "3. End your response with the exact `stamp` text it returned on PASS. Never write a stamp yourself: "
             "every stamp carries a receipt that `verify_stamp` checks against the ledger."
         )
+
+    @mcp.prompt()
+    def memory_guide() -> str:
+        """How to set up memory and run the cognitive loop."""
+        return MEMORY_GUIDE
 
     _forbid_unknown_arguments(mcp)
     return mcp

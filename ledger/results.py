@@ -207,3 +207,11 @@ class AnchorResult(BaseModel):
     template: str = ""
     session_id: str
     position: int
+
+
+class MemorySetupResult(BaseModel):
+    """What ``memory_setup`` / ``init`` seeding stored; blocks that already existed are left untouched."""
+
+    created: list[str]
+    already_present: list[str]
+    constitutional_blocks: int

@@ -16,12 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
+from ledger import anchor, anchoring, constitution, gate, memory, project_context, receipts, sessions
 from ledger import clock as _clock
 from ledger.canonical import require_utf8
 from ledger.chain import StoredRecord
 from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound, StoreUnavailable
-from ledger.events import ApiKeyIssued, ComplianceStamped, DomainEvent, LedgerInitialised, RecordedEvent
+from ledger.events import (
+    ApiKeyIssued,
+    ComplianceStamped,
+    DomainEvent,
+    LedgerInitialised,
+    MemoryRemembered,
+    RecordedEvent,
+)
 from ledger.mapper import decode
 from ledger.results import (
     AgentReport,
@@ -29,6 +36,7 @@ from ledger.results import (
     ApiKeyCreated,
     AssertResult,
     ComplianceReport,
+    MemorySetupResult,
     RememberResult,
     SearchHit,
     SearchResult,
@@ -351,6 +359,56 @@ class Ledger:
             return RememberResult(block_id=block_id, status=status)
 
         return self._retrying(attempt)
+
+    def setup_memory(
+        self,
+        actor: Actor,
+        *,
+        identity: str | None = None,
+        values: Sequence[str] = (),
+        seed: bool = True,
+        session_id: str | None = None,
+    ) -> MemorySetupResult:
+        """Seed the constitution (seed 002 Step 0) and optional identity/value blocks. Idempotent.
+
+        A block already in the ledger is skipped without an event: setup is declarative, so running it again
+        is not a rejected attempt to remember.
+        """
+        wanted: list[tuple[str, list[str]]] = []
+        if seed:
+            wanted += [(b.content, list(b.tags)) for b in constitution.CONSTITUTION]
+        if identity is not None:
+            wanted.append((memory.check_content(identity), ["self/context"]))
+        wanted += [(memory.check_content(v), ["self/value"]) for v in values]
+        if session_id is not None:
+            self._open_session(actor, session_id)
+        created: list[str] = []
+        present: list[str] = []
+        for content, tags in wanted:
+            block_id = memory.block_id_for(content)
+            stream = memory.stream_for(block_id)
+            try:
+                if self.store.load_stream(stream).version:
+                    present.append(block_id)
+                    continue
+                event = memory.decide_remember(
+                    stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
+                )
+                self.store.append(stream, 0, [event], self._meta(actor, session_id))
+                created.append(block_id)
+            except ConcurrencyError:  # another process seeded it at the same moment
+                present.append(block_id)
+        return MemorySetupResult(
+            created=created, already_present=present, constitutional_blocks=self.constitutional_block_count()
+        )
+
+    def constitutional_block_count(self) -> int:
+        """How many memory blocks carry ``self/constitutional``."""
+        return sum(
+            1
+            for rec in self.store.iter_events(types=[MemoryRemembered.type_name])
+            if isinstance(rec.event, MemoryRemembered) and constitution.CONSTITUTIONAL_TAG in rec.event.tags
+        )
 
     def search(self, actor: Actor, session_id: str, query: str, limit: int = 10) -> SearchResult:
         """Search memory; the search is recorded and issues the session's compliance token."""
