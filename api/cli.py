@@ -481,6 +481,7 @@ def doctor(ctx: typer.Context) -> None:
             f"{constitutional} constitutional memory blocks"
             + ("" if constitutional else " (seed them with `compliance-ledger init`)"),
         )
+        row("active hours", True, f"{ledger.active_hours():.2f} h in which a session was active")
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
         row("API keys", True, f"{len(ledger.api_keys())} issued")

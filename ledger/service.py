@@ -47,7 +47,9 @@ from ledger.results import (
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore
 from projections import sessions as session_proj
-from projections.runner import ALL, COMPLIANCE, SESSIONS, ProjectionRunner
+from projections.active_hours import ActiveTime
+from projections.active_hours import active_hours as active_hours_of
+from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, SESSIONS, ProjectionRunner
 from projections.sessions import SessionView
 
 Source = Literal["mcp", "rest", "cli"]
@@ -534,6 +536,12 @@ class Ledger:
         else:
             moment = runner.last_recorded_at if until is not None and runner.last_recorded_at else self.clock()
         return Replay(runner=runner, moment=moment, position=runner.position if until is None else until)
+
+    def active_hours(self, *, as_of: _dt.datetime | None = None) -> float:
+        """Hours in which at least one session was active, up to now or ``as_of`` (replayed to that moment)."""
+        replay = self.replay(as_of=as_of)
+        spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
+        return active_hours_of(ActiveTime(spans), replay.moment)
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the derived search index and rebuild it from the log."""

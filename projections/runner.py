@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.events import RecordedEvent
-from projections import compliance, memory, sessions
+from projections import active_hours, compliance, memory, sessions
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ class Projection:
 SESSIONS = Projection("sessions", sessions.session_key, sessions.evolve)
 COMPLIANCE = Projection("compliance", compliance.compliance_key, compliance.evolve)
 BLOCKS = Projection("blocks", memory.block_key, memory.evolve)
-ALL: tuple[Projection, ...] = (SESSIONS, COMPLIANCE, BLOCKS)
+# Per-session activity spans; their union is the ledger's active hours (the clock memory decay runs on).
+ACTIVE_TIME = Projection(active_hours.ACTIVE_TIME, sessions.session_key, active_hours.evolve_span)
+ALL: tuple[Projection, ...] = (SESSIONS, COMPLIANCE, BLOCKS, ACTIVE_TIME)
 
 
 class ProjectionRunner:
