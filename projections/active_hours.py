@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ledger.events import RecordedEvent, SessionEnded, SessionStarted
+from projections._copy import with_changes
 from projections.sessions import session_key
 
 IDLE_TIMEOUT = _dt.timedelta(minutes=30)
@@ -64,8 +65,8 @@ def evolve_span(span: SessionSpan | None, rec: RecordedEvent) -> SessionSpan | N
     if span is None or span.ended_at is not None:
         return span
     if isinstance(e, SessionEnded):
-        return replace(span, last_event_at=rec.recorded_at, ended_at=rec.recorded_at)
-    return replace(span, last_event_at=rec.recorded_at)
+        return with_changes(span, last_event_at=rec.recorded_at, ended_at=rec.recorded_at)
+    return with_changes(span, last_event_at=rec.recorded_at)
 
 
 def evolve(state: ActiveTime | None, rec: RecordedEvent) -> ActiveTime:

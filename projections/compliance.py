@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ledger.events import (
     AnchorAttempted,
@@ -12,6 +12,7 @@ from ledger.events import (
     MemorySearched,
     RecordedEvent,
 )
+from projections._copy import with_changes
 
 _COUNTED = (MemorySearched, ComplianceStamped, ComplianceRefused, AnchorAttempted, AnchorLocked)
 
@@ -53,13 +54,13 @@ def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance
     state = state or AgentCompliance(agent=rec.agent or "")
     e = rec.event
     if isinstance(e, MemorySearched):
-        return replace(state, searches=state.searches + 1)
+        return with_changes(state, searches=state.searches + 1)
     if isinstance(e, ComplianceStamped):
-        return replace(state, passes=state.passes + 1)
+        return with_changes(state, passes=state.passes + 1)
     if isinstance(e, ComplianceRefused):
-        return replace(state, fails=state.fails + 1)
+        return with_changes(state, fails=state.fails + 1)
     if isinstance(e, AnchorAttempted):
-        return replace(
+        return with_changes(
             state,
             anchor_attempts=state.anchor_attempts + 1,
             anchor_passes=state.anchor_passes + e.validated,
@@ -67,5 +68,5 @@ def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance
             first_try_passes=state.first_try_passes + (e.first_in_session and e.validated),
         )
     if isinstance(e, AnchorLocked):
-        return replace(state, lockouts=state.lockouts + 1)
+        return with_changes(state, lockouts=state.lockouts + 1)
     return state

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ledger.events import MemoryDuplicateRejected, MemoryRemembered, RecordedEvent
+from projections._copy import with_changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,5 +31,5 @@ def evolve(view: BlockView | None, rec: RecordedEvent) -> BlockView | None:
     if isinstance(e, MemoryRemembered):
         return BlockView(e.block_id, e.content, tuple(e.tags), rec.recorded_at, rec.agent)
     if isinstance(e, MemoryDuplicateRejected) and view is not None:
-        return replace(view, duplicates_rejected=view.duplicates_rejected + 1)
+        return with_changes(view, duplicates_rejected=view.duplicates_rejected + 1)
     return view

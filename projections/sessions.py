@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from ledger.events import (
@@ -18,6 +18,7 @@ from ledger.events import (
     SessionEnded,
     SessionStarted,
 )
+from projections._copy import with_changes
 
 TokenStatus = Literal["none", "valid", "consumed", "expired"]
 STREAM_PREFIX = "session:"
@@ -117,7 +118,7 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             result_ids=tuple(e.result_ids),
             expires_at=e.token_expires_at,
         )
-        return replace(
+        return with_changes(
             view,
             token=token,
             searches=view.searches + 1,
@@ -128,8 +129,8 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
     if isinstance(e, ComplianceStamped):
         current = view.token
         if current is not None and current.search_position == e.search_position:
-            current = replace(current, consumed_position=rec.position)
-        return replace(
+            current = with_changes(current, consumed_position=rec.position)
+        return with_changes(
             view,
             token=current,
             stamps=view.stamps + 1,
@@ -139,10 +140,10 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             position=position,
         )
     if isinstance(e, ComplianceRefused):
-        return replace(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
+        return with_changes(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
     if isinstance(e, AnchorAttempted):
         if e.validated:
-            return replace(
+            return with_changes(
                 view,
                 anchor_attempt=0,
                 anchor_total=view.anchor_total + 1,
@@ -152,7 +153,7 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
                 version=version,
                 position=position,
             )
-        return replace(
+        return with_changes(
             view,
             anchor_attempt=e.attempt,
             anchor_total=view.anchor_total + 1,
@@ -161,16 +162,16 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             position=position,
         )
     if isinstance(e, AnchorLocked):
-        return replace(
+        return with_changes(
             view, anchor_locked=True, lockouts=view.lockouts + 1, last_event_at=at, version=version, position=position
         )
     if isinstance(e, AnchorUnlocked):
-        return replace(
+        return with_changes(
             view, anchor_locked=False, anchor_attempt=0, last_event_at=at, version=version, position=position
         )
     if isinstance(e, SessionEnded):
-        return replace(view, ended_at=at, last_event_at=at, version=version, position=position)
-    return replace(view, last_event_at=at, version=version, position=position)
+        return with_changes(view, ended_at=at, last_event_at=at, version=version, position=position)
+    return with_changes(view, last_event_at=at, version=version, position=position)
 
 
 def fold(events: Iterable[RecordedEvent]) -> SessionView | None:

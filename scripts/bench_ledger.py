@@ -782,7 +782,7 @@ def bench_replay(tmp: Path, sizes: Sizes, report: Report) -> None:
         why = (
             f"per event the raw scan spends {fmt_us(raw_med / n)}; we spend {fmt_us(t_read / n)} reading "
             f"all ten columns into records (DBAPI cursor, paged by position), {fmt_us(t_decode / n)} "
-            f"validating them into typed, upcast events and {fmt_us(t_fold / n)} folding three projections "
+            f"validating them into typed, upcast events and {fmt_us(t_fold / n)} folding {len(ALL)} projections "
             f"into immutable per-entity states (top of a cProfile: {top[0][0]} {top[0][1]:.0%} of its time). "
             "The baseline only reads one column and parses it; the gap is the price of typed events and pure "
             "folds, which we keep."
@@ -809,7 +809,7 @@ def bench_replay(tmp: Path, sizes: Sizes, report: Report) -> None:
                     "20–28 searches each followed by a stamp, 15% extra refusals, end) plus one `block:` "
                     f"stream per memory, 16 agents. Mix: {mix}.",
                     "* Ours: `ProjectionRunner(projections.runner.ALL).run(store.iter_events())` "
-                    "(sessions, compliance, blocks), checked afterwards against the generated counts.",
+                    f"({', '.join(p.name for p in ALL)}), checked afterwards against the generated counts.",
                     "* Raw: `SELECT data FROM events ORDER BY position` on a plain sqlite3 connection to "
                     "the same file, `json.loads` per row.",
                     f"* Runs: ours {[round(s, 2) for s in ours_s]} s, raw {[round(s, 2) for s in raw_s]} s "
@@ -818,8 +818,8 @@ def bench_replay(tmp: Path, sizes: Sizes, report: Report) -> None:
                     f"rows via `store.iter_records()` {t_read:.2f} s ({fmt_us(t_read / n)}/ev); `decode` "
                     f"{t_decode:.2f} s ({fmt_us(t_decode / n)}/ev: meta `json.loads` {fmt_us(t_meta / n)}, "
                     f"`parse_ts` {fmt_us(t_ts / n)}, the rest — payload parse and validation into the "
-                    f"typed event, RecordedEvent — {fmt_us(t_payload / n)}); folding sessions + compliance "
-                    f"+ blocks {t_fold:.2f} s ({fmt_us(t_fold / n)}/ev).",
+                    f"typed event, RecordedEvent — {fmt_us(t_payload / n)}); folding "
+                    f"{' + '.join(p.name for p in ALL)} {t_fold:.2f} s ({fmt_us(t_fold / n)}/ev).",
                     "* Functions with the most own time in a cProfile of the replay of the first "
                     f"{min(n, 20_000):,} events (profiling inflates the total; the shares are what "
                     "matter): " + ", ".join(f"`{name}` {share:.0%}" for name, share in top) + ".",
