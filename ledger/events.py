@@ -84,13 +84,18 @@ class SessionEnded(DomainEvent):
 
 
 class MemoryRemembered(DomainEvent):
-    """A new memory block was stored (v2: ``tags`` is a list; v1 stored one comma-separated string)."""
+    """A new memory block was stored.
+
+    v3 added ``category`` (v2 blocks are ``knowledge``); v2 made ``tags`` a list (v1 stored one comma-separated
+    string).
+    """
 
     type_name: ClassVar[str] = "MemoryRemembered"
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
     block_id: str
     content: str
     tags: list[str]
+    category: str = "knowledge"
     session_id: str | None = None
 
 
@@ -112,6 +117,49 @@ class MemorySearched(DomainEvent):
     result_ids: list[str]
     count: int
     token_expires_at: Timestamp | None = None
+
+
+Frame = Literal["self", "attention", "task"]
+
+
+class MemoryRecalled(DomainEvent):
+    """Blocks were recalled into a frame and brought to the agent; the projection reinforces them and the
+    co-retrieval edges between them. A recall with a query in a session issues the session's token, exactly
+    as a search does."""
+
+    type_name: ClassVar[str] = "MemoryRecalled"
+    session_id: str | None
+    query: str | None
+    frame: Frame
+    top_k: int
+    block_ids: list[str]
+    guaranteed_ids: list[str]
+    tokens: int
+    active_hours: float
+    token_expires_at: Timestamp | None = None
+
+
+class MemoryCurated(DomainEvent):
+    """Curate ran: blocks archived, co-retrieval edges pruned, blocks reinforced, at this many active hours."""
+
+    type_name: ClassVar[str] = "MemoryCurated"
+    trigger: Literal["manual", "auto"]
+    active_hours: float
+    archived: list[str]
+    edges_pruned: list[tuple[str, str]]
+    constitutional_reinforced: list[str]
+    reinforced: list[str]
+
+
+class MemoryOutcomeRecorded(DomainEvent):
+    """An outcome signal in [0, 1] was recorded for blocks: their confidence moves by a Beta update, and a
+    signal below 0.20 doubles their decay rate (capped)."""
+
+    type_name: ClassVar[str] = "MemoryOutcomeRecorded"
+    block_ids: list[str]
+    signal: float
+    session_id: str | None = None
+    note: str | None = None
 
 
 # --- the compliance gate ----------------------------------------------------------------------------------
@@ -192,6 +240,9 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryRemembered,
     MemoryDuplicateRejected,
     MemorySearched,
+    MemoryRecalled,
+    MemoryCurated,
+    MemoryOutcomeRecorded,
     ComplianceStamped,
     ComplianceRefused,
     AnchorAttempted,
@@ -213,9 +264,14 @@ def _memory_remembered_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "tags": tags}
 
 
+def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "category": data.get("category") or "knowledge"}
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
+    ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
 }
 
 

@@ -15,7 +15,10 @@ MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_QUERY_CHARS = 1_000
 MAX_LIMIT = 100
+MAX_OUTCOME_BLOCKS = 50
+DEFAULT_CATEGORY = "knowledge"
 _TAG = re.compile(r"^[a-z0-9][a-z0-9_\-./]*$")
+_CATEGORY = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
 
 
 def normalise(content: str) -> str:
@@ -61,6 +64,37 @@ def check_tags(tags: list[str] | None) -> list[str]:
     return clean
 
 
+def check_category(category: str | None) -> str:
+    """A block's category: one lower-case word; ``observation`` decays fastest (EPHEMERAL)."""
+    if category is None:
+        return DEFAULT_CATEGORY
+    c = category.strip().lower() if isinstance(category, str) else ""
+    if not _CATEGORY.match(c):
+        raise InvalidInput(
+            f"category {category!r} is not valid",
+            "send one lower-case word such as 'knowledge', 'decision' or 'observation' (decays fastest)",
+        )
+    return c
+
+
+def check_signal(signal: float) -> float:
+    if isinstance(signal, bool) or not isinstance(signal, int | float) or not 0.0 <= signal <= 1.0:
+        raise InvalidInput(
+            f"signal {signal!r} is not a number from 0 to 1",
+            "send 1.0 when the memories helped, 0.0 when they misled, or a value in between",
+        )
+    return float(signal)
+
+
+def check_block_ids(block_ids: list[str]) -> list[str]:
+    if not isinstance(block_ids, list) or not block_ids or not all(isinstance(b, str) for b in block_ids):
+        raise InvalidInput("block_ids is empty", "send the ids of the blocks the outcome is about, e.g. ['blk_…']")
+    unique = list(dict.fromkeys(b.strip() for b in block_ids))
+    if len(unique) > MAX_OUTCOME_BLOCKS:
+        raise InvalidInput(f"{len(unique)} blocks; the limit is {MAX_OUTCOME_BLOCKS}", "send fewer block ids")
+    return unique
+
+
 def check_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty", "send what you are looking for, e.g. 'database migrations'")
@@ -77,9 +111,15 @@ def check_limit(limit: int) -> int:
 
 
 def decide_remember(
-    *, stream_version: int, block_id: str, content: str, tags: list[str], session_id: str | None
+    *,
+    stream_version: int,
+    block_id: str,
+    content: str,
+    tags: list[str],
+    session_id: str | None,
+    category: str = DEFAULT_CATEGORY,
 ) -> DomainEvent:
     """A new block if none has this normalised content yet, else a recorded rejection."""
     if stream_version == 0:
-        return MemoryRemembered(block_id=block_id, content=content, tags=tags, session_id=session_id)
+        return MemoryRemembered(block_id=block_id, content=content, tags=tags, category=category, session_id=session_id)
     return MemoryDuplicateRejected(block_id=block_id, session_id=session_id)

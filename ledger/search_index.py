@@ -1,4 +1,5 @@
-"""The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events.
+"""The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events, less the blocks
+``MemoryCurated`` archived (archived blocks leave search and recall; they stay in the ledger).
 
 SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import InvalidInput
-from ledger.events import MemoryRemembered
+from ledger.events import MemoryCurated, MemoryRemembered
 from ledger.mapper import decode
 from ledger.storage import SqlEventStore, translate_errors
 
@@ -99,11 +100,15 @@ class SearchIndex:
                 # Another process caught up past the head read above while this one waited for the lock;
                 # writing ``head`` now would move the checkpoint backwards and re-apply events later.
                 return 0
-            for rec in self.store.iter_records(start, head, types=[MemoryRemembered.type_name]):
+            for rec in self.store.iter_records(
+                start, head, types=[MemoryRemembered.type_name, MemoryCurated.type_name]
+            ):
                 event = decode(rec).event
-                assert isinstance(event, MemoryRemembered)
-                self._insert(cur, event)
-                applied += 1
+                if isinstance(event, MemoryRemembered):
+                    self._insert(cur, event)
+                    applied += 1
+                elif isinstance(event, MemoryCurated) and event.archived:
+                    self._remove(cur, event.archived)
                 if progress and applied % 1000 == 0:
                     progress(applied)
             self._set_checkpoint(cur, head)
@@ -144,25 +149,40 @@ class SearchIndex:
                 (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
             )
 
-    def search(self, query: str, limit: int) -> list[Hit]:
-        """Rank blocks against ``query``: any term may match, better matches first."""
+    def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:
+        table = "memory_fts" if self.dialect == "sqlite" else "memory_index"
+        cur.executemany(self.store.sql(f"DELETE FROM {table} WHERE block_id = ?"), [(b,) for b in block_ids])
+
+    def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
+        """Rank blocks against ``query``: any term may match, better matches first.
+
+        ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        """
         terms = query_terms(query)
         if not terms:
             raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
         self.catch_up()
+        # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
+        tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
         with translate_errors(self.dialect), self.store.engine.connect() as conn:
             if self.dialect == "sqlite":
                 match = " OR ".join(f'"{t}"' for t in terms)
+                tag_sql = "" if tag_like is None else " AND tags_json LIKE ? ESCAPE '\\'"
                 rows: Sequence[Any] = conn.exec_driver_sql(
                     "SELECT block_id, content, tags_json, -bm25(memory_fts) AS score FROM memory_fts "
-                    "WHERE memory_fts MATCH ? ORDER BY score DESC, block_id LIMIT ?",
-                    (match, limit),
+                    f"WHERE memory_fts MATCH ?{tag_sql} ORDER BY score DESC, block_id LIMIT ?",
+                    (match, *([tag_like] if tag_like else []), limit),
                 ).fetchall()
             else:
+                tag_sql = "" if tag_like is None else " AND tags_json LIKE %s ESCAPE '\\'"
                 rows = conn.exec_driver_sql(
                     "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
-                    "FROM memory_index, to_tsquery('english', %s) AS q WHERE tsv @@ q "
+                    f"FROM memory_index, to_tsquery('english', %s) AS q WHERE tsv @@ q{tag_sql} "
                     "ORDER BY score DESC, block_id LIMIT %s",
-                    (" | ".join(terms), limit),
+                    (" | ".join(terms), *([tag_like] if tag_like else []), limit),
                 ).fetchall()
         return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

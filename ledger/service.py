@@ -9,153 +9,49 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import secrets
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
 
-from ledger import anchor, anchoring, constitution, gate, memory, project_context, receipts, sessions
-from ledger import clock as _clock
+from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
 from ledger.canonical import require_utf8
 from ledger.chain import StoredRecord
-from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound
 from ledger.events import (
     ApiKeyIssued,
     ComplianceStamped,
-    DomainEvent,
     LedgerInitialised,
-    MemoryRemembered,
     RecordedEvent,
 )
 from ledger.mapper import decode
+from ledger.memory_service import MemoryCommands
 from ledger.results import (
     AgentReport,
     AnchorResult,
     ApiKeyCreated,
     AssertResult,
     ComplianceReport,
-    MemorySetupResult,
-    RememberResult,
     SearchHit,
     SearchResult,
     SessionInfo,
     SessionState,
     StampVerification,
 )
-from ledger.search_index import SearchIndex
-from ledger.storage import SqlEventStore
+from ledger.service_base import Actor, LedgerConfig, Source, check_agent
 from projections import sessions as session_proj
 from projections.active_hours import ActiveTime
 from projections.active_hours import active_hours as active_hours_of
 from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, SESSIONS, ProjectionRunner
-from projections.sessions import SessionView
 
-Source = Literal["mcp", "rest", "cli"]
-T = TypeVar("T")
+__all__ = ["Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
+
 API_KEYS_STREAM = "apikeys"
 LEDGER_STREAM = "ledger"
-MAX_AGENT_CHARS = 64
-SESSION_CACHE_SIZE = 10_000  # session views kept per process; evicted least recently used
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is acting (from the credential) and through which front end."""
-
-    agent: str
-    source: Source = "cli"
-    correlation_id: str | None = None
-    admin: bool = False  # may unlock sessions; agents over MCP never are
-
-
-@dataclass(frozen=True)
-class LedgerConfig:
-    """Behaviour settings of the service (adapters build it from their settings)."""
-
-    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
-    max_conflict_retries: int = 20
-    require_anchor: bool = False
-    project_roots: tuple[str, ...] = ()
-    context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
 
 
 @dataclass
-class Ledger:
+class Ledger(MemoryCommands):
     """The service: every command of every front end goes through here."""
-
-    store: SqlEventStore
-    index: SearchIndex
-    key: receipts.ReceiptKey
-    config: LedgerConfig = field(default_factory=LedgerConfig)
-    clock: _clock.Clock = _clock.now
-    _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
-    _reports_lock: threading.Lock = field(default_factory=threading.Lock)
-    _session_cache: OrderedDict[str, tuple[int, SessionView]] = field(default_factory=OrderedDict)
-    _cache_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    # --- plumbing -------------------------------------------------------------------------------------
-
-    def _meta(self, actor: Actor, session_id: str | None) -> dict[str, Any]:
-        meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
-        if actor.admin:
-            meta["admin"] = True
-        if session_id:
-            meta["session_id"] = session_id
-        if actor.correlation_id:
-            meta["correlation_id"] = actor.correlation_id
-        return meta
-
-    def _retrying(self, attempt: Callable[[], T]) -> T:
-        """Run load-decide-append again when another writer won the race for the stream."""
-        for _ in range(self.config.max_conflict_retries):
-            try:
-                return attempt()
-            except ConcurrencyError:
-                continue
-        raise StoreUnavailable("the stream kept changing under this request", "retry the request")
-
-    def _session(self, session_id: str) -> tuple[str, int, SessionView | None]:
-        """The session's stream, version and view: cached view plus whatever was appended since.
-
-        The log is append-only, so a cached (version, view) pair is always a correct prefix; the append's
-        ``expected_version`` still decides any race.
-        """
-        stream = sessions.stream_for(sessions.check_session_id(session_id))
-        version, view = self._session_cache.get(stream, (0, None))
-        state = self.store.load_stream(stream, version)
-        for rec in state.events:
-            view = session_proj.evolve(view, rec)
-        self._cache_session(stream, state.version, view)
-        return stream, state.version, view
-
-    def _cache_session(self, stream: str, version: int, view: SessionView | None) -> None:
-        if view is None:
-            return
-        with self._cache_lock:
-            cached = self._session_cache.get(stream)
-            if cached is None or cached[0] < version:
-                self._session_cache[stream] = (version, view)
-                self._session_cache.move_to_end(stream)
-                while len(self._session_cache) > SESSION_CACHE_SIZE:
-                    self._session_cache.popitem(last=False)
-
-    def _open_session(self, actor: Actor, session_id: str) -> tuple[str, int, SessionView]:
-        stream, version, view = self._session(session_id)
-        return stream, version, sessions.authorise(view, session_id, actor.agent)
-
-    def _append_to_session(
-        self, actor: Actor, stream: str, version: int, view: SessionView | None, events: Sequence[DomainEvent]
-    ) -> tuple[list[RecordedEvent], SessionView | None]:
-        session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
-        recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
-        for rec in recorded:
-            view = session_proj.evolve(view, rec)
-        self._cache_session(stream, version + len(recorded), view)
-        return recorded, view
-
-    # --- setup ----------------------------------------------------------------------------------------
 
     def initialise(self) -> bool:
         """Create the schema and record which receipt key this ledger is bound to. Idempotent."""
@@ -338,80 +234,6 @@ class Ledger:
 
     # --- memory ---------------------------------------------------------------------------------------
 
-    def remember(
-        self, actor: Actor, content: str, tags: list[str] | None = None, session_id: str | None = None
-    ) -> RememberResult:
-        content = memory.check_content(content)
-        clean_tags = memory.check_tags(tags)
-        block_id = memory.block_id_for(content)
-
-        def attempt() -> RememberResult:
-            if session_id is not None:
-                self._open_session(actor, session_id)
-            state = self.store.load_stream(memory.stream_for(block_id))
-            event = memory.decide_remember(
-                stream_version=state.version,
-                block_id=block_id,
-                content=content,
-                tags=clean_tags,
-                session_id=session_id,
-            )
-            self.store.append(state.stream, state.version, [event], self._meta(actor, session_id))
-            status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
-            return RememberResult(block_id=block_id, status=status)
-
-        return self._retrying(attempt)
-
-    def setup_memory(
-        self,
-        actor: Actor,
-        *,
-        identity: str | None = None,
-        values: Sequence[str] = (),
-        seed: bool = True,
-        session_id: str | None = None,
-    ) -> MemorySetupResult:
-        """Seed the constitution (seed 002 Step 0) and optional identity/value blocks. Idempotent.
-
-        A block already in the ledger is skipped without an event: setup is declarative, so running it again
-        is not a rejected attempt to remember.
-        """
-        wanted: list[tuple[str, list[str]]] = []
-        if seed:
-            wanted += [(b.content, list(b.tags)) for b in constitution.CONSTITUTION]
-        if identity is not None:
-            wanted.append((memory.check_content(identity), ["self/context"]))
-        wanted += [(memory.check_content(v), ["self/value"]) for v in values]
-        if session_id is not None:
-            self._open_session(actor, session_id)
-        created: list[str] = []
-        present: list[str] = []
-        for content, tags in wanted:
-            block_id = memory.block_id_for(content)
-            stream = memory.stream_for(block_id)
-            try:
-                if self.store.load_stream(stream).version:
-                    present.append(block_id)
-                    continue
-                event = memory.decide_remember(
-                    stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
-                )
-                self.store.append(stream, 0, [event], self._meta(actor, session_id))
-                created.append(block_id)
-            except ConcurrencyError:  # another process seeded it at the same moment
-                present.append(block_id)
-        return MemorySetupResult(
-            created=created, already_present=present, constitutional_blocks=self.constitutional_block_count()
-        )
-
-    def constitutional_block_count(self) -> int:
-        """How many memory blocks carry ``self/constitutional``."""
-        return sum(
-            1
-            for rec in self.store.iter_events(types=[MemoryRemembered.type_name])
-            if isinstance(rec.event, MemoryRemembered) and constitution.CONSTITUTIONAL_TAG in rec.event.tags
-        )
-
     def search(self, actor: Actor, session_id: str, query: str, limit: int = 10) -> SearchResult:
         """Search memory; the search is recorded and issues the session's compliance token."""
         query = memory.check_query(query)
@@ -491,19 +313,6 @@ class Ledger:
 
     # --- reports --------------------------------------------------------------------------------------
 
-    def _until(self, as_of: _dt.datetime | None, position: int | None) -> int | None:
-        if as_of is not None and position is not None:
-            raise InvalidInput("as_of and position were both given", "send one of them, not both")
-        if position is not None:
-            if isinstance(position, bool) or position < 0:
-                raise InvalidInput("position must be 0 or more", "send a log position, e.g. 120")
-            return position
-        if as_of is not None:
-            if as_of.tzinfo is None:
-                raise InvalidInput("as_of has no UTC offset", "send an ISO time such as 2026-01-31T12:00:00Z")
-            return self.store.position_as_of(as_of)
-        return None
-
     def compliance_report(
         self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
     ) -> ComplianceReport:
@@ -541,7 +350,7 @@ class Ledger:
         """Hours in which at least one session was active, up to now or ``as_of`` (replayed to that moment)."""
         replay = self.replay(as_of=as_of)
         spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
-        return active_hours_of(ActiveTime(spans), replay.moment)
+        return active_hours_of(ActiveTime(spans), replay.moment, self.config.idle_timeout)
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the derived search index and rebuild it from the log."""
@@ -591,12 +400,6 @@ class Replay:
 
     def compliance(self) -> list[AgentReport]:
         return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
-
-
-def check_agent(agent: str) -> str:
-    if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_AGENT_CHARS:
-        raise InvalidInput(f"agent name {agent!r} is not valid", f"use a non-empty name of at most {MAX_AGENT_CHARS}")
-    return agent
 
 
 def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:

@@ -9,12 +9,13 @@ from ledger.events import (
     AnchorLocked,
     ComplianceRefused,
     ComplianceStamped,
+    MemoryRecalled,
     MemorySearched,
     RecordedEvent,
 )
 from projections._copy import with_changes
 
-_COUNTED = (MemorySearched, ComplianceStamped, ComplianceRefused, AnchorAttempted, AnchorLocked)
+_COUNTED = (MemorySearched, MemoryRecalled, ComplianceStamped, ComplianceRefused, AnchorAttempted, AnchorLocked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,8 @@ def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance
     e = rec.event
     if isinstance(e, MemorySearched):
         return with_changes(state, searches=state.searches + 1)
+    if isinstance(e, MemoryRecalled):  # a recall with a query is a search that issues a token
+        return with_changes(state, searches=state.searches + 1) if e.query is not None else state
     if isinstance(e, ComplianceStamped):
         return with_changes(state, passes=state.passes + 1)
     if isinstance(e, ComplianceRefused):

@@ -1,35 +1,243 @@
-"""Memory blocks as the ledger knows them (the SQL full-text index is built from the same events)."""
+"""Memory blocks and their co-retrieval graph as the ledger knows them: a fold over the memory events.
+
+Per entity the folds are pure (``evolve_block``, ``evolve_edge``); :class:`MemoryGraph` applies them to its
+tables and keeps the adjacency index the read side needs for weighted degree. Nothing here reads a clock:
+a block keeps the *moment* it was last reinforced, and the read side turns moments into active hours with
+``projections.active_hours.ActiveClock``, so a replay to any moment scores blocks exactly as the live system
+did at that moment. (The SQL full-text index is built from the same events by ``ledger.search_index``.)
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from ledger.events import MemoryDuplicateRejected, MemoryRemembered, RecordedEvent
+from ledger.events import (
+    MemoryCurated,
+    MemoryDuplicateRejected,
+    MemoryOutcomeRecorded,
+    MemoryRecalled,
+    MemoryRemembered,
+    RecordedEvent,
+)
+from projections import decay
 from projections._copy import with_changes
+
+Pair = tuple[str, str]
+STREAM = "memory"
+"""The stream of memory-wide facts: curates, outcomes and recalls made outside a session."""
+_MEMORY_EVENTS = (MemoryRemembered, MemoryDuplicateRejected, MemoryRecalled, MemoryCurated, MemoryOutcomeRecorded)
 
 
 @dataclass(frozen=True, slots=True)
 class BlockView:
-    """One memory block."""
+    """One memory block: content, decay tier and rate, confidence, reinforcement and archive state."""
 
     block_id: str
     content: str
     tags: tuple[str, ...]
+    category: str
+    tier: decay.Tier
+    lam: float
     created_at: _dt.datetime
     created_by: str | None
+    last_reinforced_at: _dt.datetime
+    confidence: float = decay.INITIAL_CONFIDENCE
+    outcomes: int = 0
+    reinforcements: int = 0
+    recalls: int = 0
     duplicates_rejected: int = 0
+    archived_at: _dt.datetime | None = None
+    position: int = 0  # the last event that changed the block
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    @property
+    def constitutional(self) -> bool:
+        return decay.CONSTITUTIONAL_TAG in self.tags
+
+    def has_tag(self, pattern: str) -> bool:
+        """``pattern`` is a tag, or a prefix ending in ``/`` such as ``self/``."""
+        if pattern.endswith("/"):
+            return any(t.startswith(pattern) for t in self.tags)
+        return pattern in self.tags
 
 
-def block_key(rec: RecordedEvent) -> str | None:
+@dataclass(frozen=True, slots=True)
+class EdgeView:
+    """A co-retrieval edge between two blocks (``a < b``)."""
+
+    a: str
+    b: str
+    count: int
+    created_at: _dt.datetime
+    last_co_retrieved_at: _dt.datetime
+
+
+def pair(x: str, y: str) -> Pair:
+    return (x, y) if x < y else (y, x)
+
+
+def co_retrieved_pairs(block_ids: Iterable[str]) -> Iterator[Pair]:
+    """Every unordered pair of distinct blocks returned together."""
+    ids = sorted(set(block_ids))
+    for i, x in enumerate(ids):
+        for y in ids[i + 1 :]:
+            yield (x, y)
+
+
+def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> BlockView | None:
+    """Apply one memory event to one block (the event names the block)."""
     e = rec.event
-    return e.block_id if isinstance(e, MemoryRemembered | MemoryDuplicateRejected) else None
-
-
-def evolve(view: BlockView | None, rec: RecordedEvent) -> BlockView | None:
-    e = rec.event
+    at = rec.recorded_at
     if isinstance(e, MemoryRemembered):
-        return BlockView(e.block_id, e.content, tuple(e.tags), rec.recorded_at, rec.agent)
-    if isinstance(e, MemoryDuplicateRejected) and view is not None:
+        tier = decay.tier_for(e.tags, e.category)
+        return BlockView(
+            block_id=e.block_id,
+            content=e.content,
+            tags=tuple(e.tags),
+            category=e.category,
+            tier=tier,
+            lam=decay.LAMBDA[tier],
+            created_at=at,
+            created_by=rec.agent,
+            last_reinforced_at=at,
+            position=rec.position,
+        )
+    if view is None:
+        return None
+    if isinstance(e, MemoryDuplicateRejected):
         return with_changes(view, duplicates_rejected=view.duplicates_rejected + 1)
+    if isinstance(e, MemoryRecalled):
+        return with_changes(
+            view,
+            reinforcements=view.reinforcements + 1,
+            recalls=view.recalls + 1,
+            last_reinforced_at=at,
+            position=rec.position,
+        )
+    if isinstance(e, MemoryCurated):
+        times = e.constitutional_reinforced.count(block_id) + e.reinforced.count(block_id)
+        archived_at = at if block_id in e.archived and view.archived_at is None else view.archived_at
+        if times:
+            return with_changes(
+                view,
+                reinforcements=view.reinforcements + times,
+                last_reinforced_at=at,
+                archived_at=archived_at,
+                position=rec.position,
+            )
+        return with_changes(view, archived_at=archived_at, position=rec.position)
+    if isinstance(e, MemoryOutcomeRecorded):
+        return with_changes(
+            view,
+            confidence=decay.beta_update(view.confidence, view.outcomes, e.signal),
+            outcomes=view.outcomes + 1,
+            lam=decay.penalised_rate(view.lam, e.signal),
+            position=rec.position,
+        )
     return view
+
+
+def evolve_edge(key: Pair, edge: EdgeView | None, rec: RecordedEvent) -> EdgeView | None:
+    """Apply a co-retrieval of the pair (a recall returning both blocks). Pruning is the graph's business."""
+    if not isinstance(rec.event, MemoryRecalled):
+        return edge
+    if edge is None:
+        return EdgeView(key[0], key[1], 1, rec.recorded_at, rec.recorded_at)
+    return with_changes(edge, count=edge.count + 1, last_co_retrieved_at=rec.recorded_at)
+
+
+def block_ids_of(rec: RecordedEvent) -> tuple[str, ...]:
+    """The blocks a memory event touches (each once)."""
+    e = rec.event
+    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected):
+        return (e.block_id,)
+    if isinstance(e, MemoryRecalled | MemoryOutcomeRecorded):
+        return tuple(dict.fromkeys(e.block_ids))
+    if isinstance(e, MemoryCurated):
+        return tuple(dict.fromkeys([*e.archived, *e.constitutional_reinforced, *e.reinforced]))
+    return ()
+
+
+@dataclass(frozen=True, slots=True)
+class CurateMark:
+    """When curate last ran: its position, moment and the active hours it recorded."""
+
+    position: int
+    at: _dt.datetime
+    active_hours: float
+
+
+class MemoryGraph:
+    """Every block and co-retrieval edge, with an adjacency index; fed the log in order by the runner."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, BlockView] = {}
+        self.edges: dict[Pair, EdgeView] = {}
+        self.adjacent: dict[str, set[str]] = {}
+        self.last_curate: CurateMark | None = None
+        self.curates = 0
+        self.position = 0
+        self.version = 0  # of the ``memory`` stream, for appends that must see every earlier curate
+
+    def apply(self, rec: RecordedEvent) -> None:
+        e = rec.event
+        if not isinstance(e, _MEMORY_EVENTS):
+            return
+        self.position = rec.position
+        if rec.stream == STREAM:
+            self.version = rec.version
+        for block_id in block_ids_of(rec):
+            view = evolve_block(block_id, self.blocks.get(block_id), rec)
+            if view is not None:
+                self.blocks[block_id] = view
+        if isinstance(e, MemoryRecalled):
+            for key in co_retrieved_pairs(e.block_ids):
+                edge = evolve_edge(key, self.edges.get(key), rec)
+                assert edge is not None
+                if key not in self.edges:
+                    self.adjacent.setdefault(key[0], set()).add(key[1])
+                    self.adjacent.setdefault(key[1], set()).add(key[0])
+                self.edges[key] = edge
+        elif isinstance(e, MemoryCurated):
+            for a, b in e.edges_pruned:
+                self._drop_edge(pair(a, b))
+            # An archived block leaves recall, so its edges no longer connect anything that can be retrieved.
+            for block_id in e.archived:
+                for other in list(self.adjacent.get(block_id, ())):
+                    self._drop_edge(pair(block_id, other))
+            self.last_curate = CurateMark(rec.position, rec.recorded_at, e.active_hours)
+            self.curates += 1
+
+    def snapshot(self) -> dict[Hashable, Any]:
+        return {
+            "blocks": dict(self.blocks),
+            "edges": dict(self.edges),
+            "last_curate": self.last_curate,
+            "curates": self.curates,
+            "version": self.version,
+        }
+
+    def _drop_edge(self, key: Pair) -> None:
+        if self.edges.pop(key, None) is not None:
+            for x, y in (key, key[::-1]):
+                neighbours = self.adjacent.get(x)
+                if neighbours is not None:
+                    neighbours.discard(y)
+                    if not neighbours:
+                        del self.adjacent[x]
+
+    def live_blocks(self) -> Iterator[BlockView]:
+        """Blocks not archived."""
+        return (b for b in self.blocks.values() if b.archived_at is None)
+
+    def incident(self, block_id: str) -> Iterator[EdgeView]:
+        for other in self.adjacent.get(block_id, ()):
+            yield self.edges[pair(block_id, other)]

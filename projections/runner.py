@@ -3,13 +3,15 @@
 A projection is a pure per-entity fold: ``key(event)`` names the entity an event touches (or ``None``) and
 ``evolve(state, event)`` returns that entity's next state. The runner owns the dictionary of entity states
 and the checkpoint (the last position applied); it never reads the store itself — callers hand it events.
+An aggregate projection (the memory graph) applies pure per-entity folds to tables of its own, because one
+event touches many entities and its reads need an index (adjacency) the runner cannot keep.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ledger.events import RecordedEvent
 from projections import active_hours, compliance, memory, sessions
@@ -24,19 +26,40 @@ class Projection:
     evolve: Callable[[Any, RecordedEvent], Any]
 
 
+class Aggregate(Protocol):
+    """A projection that keeps its own tables (e.g. a graph with an adjacency index) and is fed every event."""
+
+    def apply(self, rec: RecordedEvent) -> None: ...
+
+    def snapshot(self) -> dict[Hashable, Any]:
+        """A copy of the state that later events do not change (for comparing replays)."""
+        ...
+
+
+@dataclass(frozen=True)
+class AggregateProjection:
+    """A named projection whose state is an :class:`Aggregate` made fresh for each runner."""
+
+    name: str
+    new: Callable[[], Aggregate]
+
+
 SESSIONS = Projection("sessions", sessions.session_key, sessions.evolve)
 COMPLIANCE = Projection("compliance", compliance.compliance_key, compliance.evolve)
-BLOCKS = Projection("blocks", memory.block_key, memory.evolve)
+# Blocks, their decay state and the co-retrieval graph.
+MEMORY = AggregateProjection(memory.MemoryGraph.name, memory.MemoryGraph)
 # Per-session activity spans; their union is the ledger's active hours (the clock memory decay runs on).
 ACTIVE_TIME = Projection(active_hours.ACTIVE_TIME, sessions.session_key, active_hours.evolve_span)
-ALL: tuple[Projection, ...] = (SESSIONS, COMPLIANCE, BLOCKS, ACTIVE_TIME)
+ALL: tuple[Projection | AggregateProjection, ...] = (SESSIONS, COMPLIANCE, MEMORY, ACTIVE_TIME)
 
 
 class ProjectionRunner:
     """Holds the states of some projections and the position they have caught up to."""
 
-    def __init__(self, projections: Iterable[Projection] = ALL) -> None:
-        self.projections = tuple(projections)
+    def __init__(self, projections: Iterable[Projection | AggregateProjection] = ALL) -> None:
+        chosen = tuple(projections)
+        self.projections = tuple(p for p in chosen if isinstance(p, Projection))
+        self.aggregates: dict[str, Aggregate] = {p.name: p.new() for p in chosen if isinstance(p, AggregateProjection)}
         self.states: dict[str, dict[Hashable, Any]] = {p.name: {} for p in self.projections}
         self.position = 0
         self.last_recorded_at: Any = None
@@ -49,6 +72,8 @@ class ProjectionRunner:
             if key is not None:
                 table = self.states[p.name]
                 table[key] = p.evolve(table.get(key), rec)
+        for aggregate in self.aggregates.values():
+            aggregate.apply(rec)
         self.position = rec.position
         self.last_recorded_at = rec.recorded_at
 
@@ -70,3 +95,20 @@ class ProjectionRunner:
 
     def state(self, name: str) -> Mapping[Hashable, Any]:
         return self.states[name]
+
+    def snapshot(self) -> dict[str, dict[Hashable, Any]]:
+        """Every projection's state, copied: keyed tables and aggregates alike."""
+        tables = {name: dict(table) for name, table in self.states.items()}
+        return {**tables, **{name: a.snapshot() for name, a in self.aggregates.items()}}
+
+    def aggregate(self, name: str) -> Aggregate:
+        return self.aggregates[name]
+
+    def memory(self) -> memory.MemoryGraph:
+        graph = self.aggregates[MEMORY.name]
+        assert isinstance(graph, memory.MemoryGraph)
+        return graph
+
+    def active_spans(self) -> list[active_hours.SessionSpan]:
+        """The activity span of every session seen (for an ``ActiveClock``)."""
+        return [s for s in self.states[ACTIVE_TIME.name].values() if s is not None]

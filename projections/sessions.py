@@ -13,6 +13,7 @@ from ledger.events import (
     AnchorUnlocked,
     ComplianceRefused,
     ComplianceStamped,
+    MemoryRecalled,
     MemorySearched,
     RecordedEvent,
     SessionEnded,
@@ -109,13 +110,15 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
     if view is None:
         return None
     at, version, position = rec.recorded_at, rec.version, rec.position
-    if isinstance(e, MemorySearched):
+    if isinstance(e, MemorySearched | MemoryRecalled) and e.query is not None:
+        # A recall with a query brings memories to the agent exactly as a search does: it issues the token.
+        ids = e.result_ids if isinstance(e, MemorySearched) else e.block_ids
         token = Token(
             search_position=rec.position,
             issued_at=rec.recorded_at,
             query=e.query,
-            count=e.count,
-            result_ids=tuple(e.result_ids),
+            count=len(ids),
+            result_ids=tuple(ids),
             expires_at=e.token_expires_at,
         )
         return with_changes(

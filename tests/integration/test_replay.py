@@ -33,7 +33,7 @@ class Snapshot:
 
 def copy_states(runner: ProjectionRunner) -> States:
     # Entity states are frozen dataclasses, so copying the tables is a full snapshot.
-    return {name: dict(table) for name, table in runner.states.items()}
+    return runner.snapshot()
 
 
 def replayed(ledger: Ledger, until: int | None = None) -> ProjectionRunner:
@@ -103,10 +103,10 @@ def activity(make_ledger: LedgerFactory, db_url: str) -> Activity:
 
 
 def test_the_activity_exercises_every_projection(activity: Activity) -> None:
-    states = activity.live.states
+    states = activity.live.snapshot()
     assert len(states["sessions"]) == 4
     assert sum(1 for v in states["sessions"].values() if not v.is_open) == 2
-    assert sorted(b.duplicates_rejected for b in states["blocks"].values()) == [1, 1]
+    assert sorted(b.duplicates_rejected for b in states["memory"]["blocks"].values()) == [1, 1]
     counts = {a: (c.searches, c.passes, c.fails) for a, c in states["compliance"].items()}
     assert counts == {"alice": (2, 2, 2), "bob": (2, 1, 1), "carol": (1, 0, 0)}
 
@@ -117,7 +117,7 @@ def test_replaying_everything_from_zero_equals_the_incrementally_caught_up_proje
     ledger, live = activity.ledger, activity.live
     fresh = replayed(ledger)
     assert fresh.position == live.position == ledger.store.head()[0]
-    assert fresh.states == live.states
+    assert fresh.snapshot() == live.snapshot()
     assert fresh.last_recorded_at == live.last_recorded_at
 
 
@@ -127,17 +127,17 @@ def test_replaying_to_any_earlier_position_equals_what_the_live_projections_show
     for snap in activity.snapshots:
         runner = replayed(activity.ledger, snap.position)
         assert runner.position == snap.position, snap.label
-        assert runner.states == snap.states, snap.label
+        assert runner.snapshot() == snap.states, snap.label
 
 
 def test_the_ledgers_replay_as_of_a_moment_equals_the_live_state_at_that_moment(activity: Activity) -> None:
     ledger = activity.ledger
-    assert ledger.replay().runner.states == activity.live.states
+    assert ledger.replay().runner.snapshot() == activity.live.snapshot()
     for snap in activity.snapshots:
         by_time = ledger.replay(as_of=snap.moment)
         assert by_time.position == snap.position, snap.label
-        assert by_time.runner.states == snap.states, snap.label
-        assert ledger.replay(position=snap.position).runner.states == snap.states, snap.label
+        assert by_time.runner.snapshot() == snap.states, snap.label
+        assert ledger.replay(position=snap.position).runner.snapshot() == snap.states, snap.label
 
 
 def test_a_runner_that_catches_up_twice_applies_nothing_twice(activity: Activity) -> None:
@@ -145,7 +145,7 @@ def test_a_runner_that_catches_up_twice_applies_nothing_twice(activity: Activity
     before = copy_states(live)
     assert live.catch_up(lambda after: ledger.store.iter_events(after)) == 0
     live.run(ledger.store.iter_events(0))  # events it has already applied are skipped
-    assert live.states == before
+    assert live.snapshot() == before
 
 
 def test_the_live_compliance_report_equals_the_report_replayed_to_the_head(activity: Activity) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ledger.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
-from ledger.decay import Tier, tier_for
+from projections.decay import Tier, tier_for
 from ledger.memory import check_tags
 
 # The shared folder sits beside the repository, locally and in CI: <repo>/../shared.

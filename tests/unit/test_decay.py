@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from ledger import decay
-from ledger.decay import (
+from projections import decay
+from projections.decay import (
     ATTENTION_WEIGHTS,
     LAMBDA,
     SELF_WEIGHTS,

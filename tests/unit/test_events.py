@@ -31,6 +31,37 @@ SAMPLES: list[ev.DomainEvent] = [
         block_id="blk_1", content="Ünïcode ✓ memory\nwith lines", tags=["project/db", "x"], session_id="ses_1"
     ),
     ev.MemoryRemembered(block_id="blk_2", content="no tags, no session", tags=[]),
+    ev.MemoryRemembered(block_id="blk_3", content="saw the build fail", tags=["ci"], category="observation"),
+    ev.MemoryRecalled(
+        session_id="ses_1",
+        query="database schema",
+        frame="self",
+        top_k=5,
+        block_ids=["blk_1", "blk_2"],
+        guaranteed_ids=["blk_1"],
+        tokens=120,
+        active_hours=12.5,
+        token_expires_at=_dt.datetime(2026, 3, 2, 9, 30, tzinfo=_dt.UTC),
+    ),
+    ev.MemoryRecalled(
+        session_id=None,
+        query=None,
+        frame="attention",
+        top_k=3,
+        block_ids=[],
+        guaranteed_ids=[],
+        tokens=6,
+        active_hours=0.0,
+    ),
+    ev.MemoryCurated(
+        trigger="auto",
+        active_hours=40.25,
+        archived=["blk_2"],
+        edges_pruned=[("blk_1", "blk_3")],
+        constitutional_reinforced=["blk_1"],
+        reinforced=["blk_1", "blk_3"],
+    ),
+    ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemoryDuplicateRejected(block_id="blk_1", session_id="ses_1"),
     ev.MemorySearched(
         session_id="ses_1",
@@ -166,11 +197,20 @@ def test_remembered_content_and_tags_of_any_unicode_round_trip(content: str, tag
 # --- upcasting ----------------------------------------------------------------------------------------------
 
 
-def test_a_stored_v1_memory_remembered_payload_is_read_back_as_v2_with_a_tag_list() -> None:
+def test_a_stored_v1_memory_remembered_payload_is_read_back_at_the_current_version_with_a_tag_list() -> None:
     v1 = canonical_json({"block_id": "blk_old", "content": "an old memory", "tags": "a, b", "session_id": None})
     recorded = decode(store_record("MemoryRemembered", 1, v1))
-    assert recorded.event == ev.MemoryRemembered(block_id="blk_old", content="an old memory", tags=["a", "b"])
-    assert type(recorded.event).schema_version == 2
+    assert recorded.event == ev.MemoryRemembered(
+        block_id="blk_old", content="an old memory", tags=["a", "b"], category="knowledge"
+    )
+    assert type(recorded.event).schema_version == 3
+
+
+def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowledge_category() -> None:
+    v2 = canonical_json({"block_id": "blk_v2", "content": "a v2 memory", "tags": ["x"], "session_id": None})
+    recorded = decode(store_record("MemoryRemembered", 2, v2))
+    assert recorded.event == ev.MemoryRemembered(block_id="blk_v2", content="a v2 memory", tags=["x"])
+    assert isinstance(recorded.event, ev.MemoryRemembered) and recorded.event.category == "knowledge"
 
 
 @pytest.mark.parametrize(
@@ -206,7 +246,7 @@ def test_an_unknown_event_type_raises_unknown_event_type() -> None:
 def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:
     data = canonical_json({"block_id": "b", "content": "c", "tags": ["a"]})
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
-        decode(store_record("MemoryRemembered", 3, data))
+        decode(store_record("MemoryRemembered", 4, data))
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
         ev.from_payload("SessionEnded", 2, {"session_id": "s"})
 

@@ -38,6 +38,19 @@ CONSTITUTIONAL_TAG: Final = "self/constitutional"
 DURABLE_TAGS: Final = frozenset({"self/value", "self/constraint", "self/goal"})
 EPHEMERAL_CATEGORY: Final = "observation"
 
+INITIAL_CONFIDENCE: Final = 0.50
+"""A new block's confidence before any outcome."""
+
+# --- co-retrieval edges --------------------------------------------------------------------------------------
+CO_RETRIEVAL_EDGE_WEIGHT: Final = 0.55
+"""The weight of a co-retrieval edge when last reinforced; it then decays with active hours."""
+EDGE_LAMBDA_FACTOR: Final = 0.5
+"""An edge decays at this fraction of the slower-decaying of its two blocks' rates."""
+EDGE_SETTLED_COUNT: Final = 10
+"""An edge co-retrieved this many times decays half as fast again."""
+EDGE_COUNT_BONUS: Final = 0.10
+"""Each edge adds ``weight + 0.10 · log(1 + co-retrievals)`` to its blocks' weighted degree."""
+
 # --- outcome -------------------------------------------------------------------------------------------------
 PRIOR_STRENGTH: Final = 2.0
 """Pseudo-observations behind a block's initial confidence in the Beta update."""
@@ -214,3 +227,37 @@ def penalised_rate(lam: float, signal: float) -> float:
     if signal >= PENALTY_SIGNAL_THRESHOLD:
         return lam
     return max(lam, min(2 * lam, LAMBDA_CAP))
+
+
+def edge_lambda(lam_a: float, lam_b: float, count: int) -> float:
+    """An edge's decay rate: half the slower of its blocks' rates, halved again once it is settled."""
+    lam = min(lam_a, lam_b) * EDGE_LAMBDA_FACTOR
+    return lam * EDGE_LAMBDA_FACTOR if count >= EDGE_SETTLED_COUNT else lam
+
+
+def edge_weight(lam: float, active_hours_since: float) -> float:
+    """``0.55 · exp(-λ_edge · h)`` with ``h`` the active hours since the pair was last co-retrieved."""
+    return CO_RETRIEVAL_EDGE_WEIGHT * recency(lam, active_hours_since)
+
+
+def degree_contribution(weight: float, count: int) -> float:
+    """What one edge adds to each of its blocks' weighted degree."""
+    return weight + EDGE_COUNT_BONUS * math.log1p(count)
+
+
+def normalised(values: Mapping[str, float]) -> dict[str, float]:
+    """Each value divided by the largest (all 0 when the largest is 0): centrality from weighted degree."""
+    top = max(values.values(), default=0.0)
+    return {k: (v / top if top > 0 else 0.0) for k, v in values.items()}
+
+
+def bridge_cutoff(degrees: Iterable[float]) -> float | None:
+    """The weighted degree at or above which a block is a protected bridge: the top 20% of connected blocks.
+
+    The cutoff is the 80th percentile of the non-zero degrees; ``None`` when no block has an edge.
+    """
+    nonzero = sorted(d for d in degrees if d > 0.0)
+    if not nonzero:
+        return None
+    index = min(int(len(nonzero) * (1.0 - BRIDGE_PROTECTION_FRACTION)), len(nonzero) - 1)
+    return nonzero[index]

@@ -1,0 +1,411 @@
+"""Memory handlers: remember, seed the constitution, recall into frames, curate, record outcomes, read blocks.
+
+Decisions are the pure functions of ``ledger.memory`` and ``ledger.recall``; the block graph they decide on is
+a projection (``projections.memory``) that each process keeps caught up by tailing the log. Every change to a
+block is an event, so the same fold replayed to any moment gives the scores the live system gave then.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ledger import constitution, memory
+from ledger import recall as rc
+from ledger.errors import ConcurrencyError, InvalidInput, NotFound
+from ledger.events import MemoryOutcomeRecorded, MemoryRecalled, RecordedEvent
+from ledger.results import (
+    BlockDetail,
+    BlockEvent,
+    BlockList,
+    BlockOut,
+    CurateResult,
+    DroppedBlock,
+    MemorySetupResult,
+    MemoryStats,
+    OutcomeChange,
+    OutcomeResult,
+    RecalledBlock,
+    RecallResult,
+    RememberResult,
+)
+from ledger.service_base import Actor, LedgerBase
+from projections import decay
+from projections import memory as memory_proj
+from projections.active_hours import ActiveClock
+from projections.memory import MemoryGraph
+from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
+
+MEMORY_EVENT_TYPES = (
+    "MemoryRemembered",
+    "MemoryDuplicateRejected",
+    "MemoryRecalled",
+    "MemoryCurated",
+    "MemoryOutcomeRecorded",
+)
+
+
+def _memory_runner() -> ProjectionRunner:
+    return ProjectionRunner([MEMORY, ACTIVE_TIME])
+
+
+@dataclass
+class MemoryCommands(LedgerBase):
+    """The memory lifecycle of seed 002 on top of the ledger."""
+
+    _memory: ProjectionRunner = field(default_factory=_memory_runner)
+    _memory_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- the live graph -----------------------------------------------------------------------------------
+
+    def _live(self) -> tuple[MemoryGraph, ActiveClock]:
+        """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
+        self._memory.catch_up(lambda after: self.store.iter_events(after))
+        clock = ActiveClock.of(self._memory.active_spans(), self.clock(), self.config.idle_timeout)
+        return self._memory.memory(), clock
+
+    def _as_of(
+        self, as_of: _dt.datetime | None, position: int | None
+    ) -> tuple[MemoryGraph, ActiveClock, int, _dt.datetime]:
+        """A graph and clock replayed to a moment or position (fresh, so the caller may keep them)."""
+        until = self._until(as_of, position)
+        runner = _memory_runner()
+        if until is None:
+            runner.run(self.store.iter_events(0))
+            moment = self.clock()
+        else:
+            runner.run(self.store.iter_events(0, until))
+            moment = as_of or runner.last_recorded_at or self.clock()
+        clock = ActiveClock.of(runner.active_spans(), moment, self.config.idle_timeout)
+        return runner.memory(), clock, runner.position if until is None else until, moment
+
+    def remember(
+        self,
+        actor: Actor,
+        content: str,
+        tags: list[str] | None = None,
+        session_id: str | None = None,
+        category: str | None = None,
+    ) -> RememberResult:
+        """Store a block (its tier follows from its tags and category), or record that it is a duplicate."""
+        content = memory.check_content(content)
+        clean_tags = memory.check_tags(tags)
+        clean_category = memory.check_category(category)
+        block_id = memory.block_id_for(content)
+
+        def attempt() -> RememberResult:
+            if session_id is not None:
+                self._open_session(actor, session_id)
+            state = self.store.load_stream(memory.stream_for(block_id))
+            event = memory.decide_remember(
+                stream_version=state.version,
+                block_id=block_id,
+                content=content,
+                tags=clean_tags,
+                session_id=session_id,
+                category=clean_category,
+            )
+            self.store.append(state.stream, state.version, [event], self._meta(actor, session_id))
+            status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
+            return RememberResult(block_id=block_id, status=status)
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    def setup_memory(
+        self,
+        actor: Actor,
+        *,
+        identity: str | None = None,
+        values: Sequence[str] = (),
+        seed: bool = True,
+        session_id: str | None = None,
+    ) -> MemorySetupResult:
+        """Seed the constitution (seed 002 Step 0) and optional identity/value blocks. Idempotent.
+
+        A block already in the ledger is skipped without an event: setup is declarative, so running it again
+        is not a rejected attempt to remember.
+        """
+        wanted: list[tuple[str, list[str]]] = []
+        if seed:
+            wanted += [(b.content, list(b.tags)) for b in constitution.CONSTITUTION]
+        if identity is not None:
+            wanted.append((memory.check_content(identity), ["self/context"]))
+        wanted += [(memory.check_content(v), ["self/value"]) for v in values]
+        if session_id is not None:
+            self._open_session(actor, session_id)
+        created: list[str] = []
+        present: list[str] = []
+        for content, tags in wanted:
+            block_id = memory.block_id_for(content)
+            stream = memory.stream_for(block_id)
+            try:
+                if self.store.load_stream(stream).version:
+                    present.append(block_id)
+                    continue
+                event = memory.decide_remember(
+                    stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
+                )
+                self.store.append(stream, 0, [event], self._meta(actor, session_id))
+                created.append(block_id)
+            except ConcurrencyError:  # another process seeded it at the same moment
+                present.append(block_id)
+        return MemorySetupResult(
+            created=created, already_present=present, constitutional_blocks=self.constitutional_block_count()
+        )
+
+    def constitutional_block_count(self) -> int:
+        """How many memory blocks carry ``self/constitutional`` (archived or not)."""
+        with self._memory_lock:
+            graph, _ = self._live()
+            return sum(1 for b in graph.blocks.values() if b.constitutional)
+
+    # --- recall -------------------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        actor: Actor,
+        query: str | None = None,
+        frame: str = "attention",
+        top_k: int = 5,
+        session_id: str | None = None,
+    ) -> RecallResult:
+        """Bring the best blocks for a frame to the agent as text; the recall is recorded and reinforces them.
+
+        With a query in a session it also issues the session's compliance token, as ``memory_search`` does.
+        """
+        spec = rc.frame_spec(frame)
+        top_k = rc.check_top_k(top_k)
+        if query is not None:
+            query = memory.check_query(query)
+
+        def attempt() -> RecallResult:
+            stream = memory_proj.STREAM
+            if session_id is not None:
+                stream, version, view = self._open_session(actor, session_id)
+            # Search first: the graph caught up afterwards holds every block the index returned.
+            hits = self.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
+            with self._memory_lock:
+                graph, clock = self._live()
+                if hits is not None:
+                    similarity: dict[str, float] | None = rc.similarity_from_rank({h.block_id: h.score for h in hits})
+                    candidates = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                else:
+                    similarity = None
+                    candidates = list(graph.live_blocks())
+                candidates = [b for b in candidates if rc.in_frame(b, spec)]
+                ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                memory_version = graph.version
+            shown = rc.recollect(ranked, spec, top_k)
+            ttl = self.config.token_ttl
+            expires = self.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
+            event = MemoryRecalled(
+                session_id=session_id,
+                query=query,
+                frame=spec.name,
+                top_k=top_k,
+                block_ids=[s.scored.block.block_id for s in shown.shown],
+                guaranteed_ids=[s.scored.block.block_id for s in shown.shown if s.guaranteed],
+                tokens=shown.tokens,
+                active_hours=round(clock.now, 6),
+                token_expires_at=expires,
+            )
+            if session_id is not None:
+                [rec], _ = self._append_to_session(actor, stream, version, view, [event])
+            else:
+                [rec] = self.store.append(stream, memory_version, [event], self._meta(actor, None))
+            return RecallResult(
+                frame=spec.name,
+                query=query,
+                text=shown.text,
+                tokens=shown.tokens,
+                token_budget=spec.token_budget,
+                blocks=[
+                    RecalledBlock(**BlockOut.of(s.scored).model_dump(), guaranteed=s.guaranteed, truncated=s.truncated)
+                    for s in shown.shown
+                ],
+                dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
+                active_hours=event.active_hours,
+                session_id=session_id,
+                token_expires_at=event.token_expires_at,
+                position=rec.position,
+            )
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    # --- curate -------------------------------------------------------------------------------------------
+
+    def curate(self, actor: Actor) -> CurateResult:
+        """Archive decayed blocks, prune weak edges, reinforce the constitution and the top 5; recorded."""
+        result = self._curate(actor, "manual")
+        assert result is not None
+        return result
+
+    def _auto_curate(self, actor: Actor) -> CurateResult | None:
+        """Curate if 40 active hours have passed since the last curate (checked after memory commands)."""
+        return self._curate(Actor(agent="system", source=actor.source, correlation_id=actor.correlation_id), "auto")
+
+    def _curate(self, actor: Actor, trigger: Literal["manual", "auto"]) -> CurateResult | None:
+        def attempt() -> CurateResult | None:
+            with self._memory_lock:
+                graph, clock = self._live()
+                if trigger == "auto" and not rc.curate_due(graph, clock):
+                    return None
+                event = rc.decide_curate(graph, clock, trigger)
+                version = graph.version
+            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, None))
+            return CurateResult(
+                trigger=trigger,
+                archived=len(event.archived),
+                edges_pruned=len(event.edges_pruned),
+                constitutional_reinforced=len(event.constitutional_reinforced),
+                reinforced=len(event.reinforced),
+                archived_ids=event.archived,
+                reinforced_ids=event.reinforced,
+                active_hours=event.active_hours,
+                position=rec.position,
+            )
+
+        return self._retrying(attempt)
+
+    # --- outcome ------------------------------------------------------------------------------------------
+
+    def outcome(
+        self,
+        actor: Actor,
+        block_ids: list[str],
+        signal: float,
+        session_id: str | None = None,
+        note: str | None = None,
+    ) -> OutcomeResult:
+        """Record how useful blocks proved: a Beta update of their confidence; below 0.20 they decay faster."""
+        ids = memory.check_block_ids(block_ids)
+        signal = memory.check_signal(signal)
+        if note is not None:
+            note = memory.check_content(note)
+
+        def attempt() -> OutcomeResult:
+            if session_id is not None:
+                self._open_session(actor, session_id)
+            with self._memory_lock:
+                graph, _ = self._live()
+                before = [self._live_block(graph, b) for b in ids]
+                version = graph.version
+            event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)
+            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, session_id))
+            changes = []
+            for b in before:
+                after = memory_proj.evolve_block(b.block_id, b, rec)
+                assert after is not None
+                changes.append(
+                    OutcomeChange(
+                        block_id=b.block_id,
+                        confidence_before=round(b.confidence, 6),
+                        confidence_after=round(after.confidence, 6),
+                        decay_rate_before=b.lam,
+                        decay_rate_after=after.lam,
+                    )
+                )
+            return OutcomeResult(signal=signal, blocks=changes, position=rec.position)
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    @staticmethod
+    def _live_block(graph: MemoryGraph, block_id: str) -> memory_proj.BlockView:
+        block = graph.blocks.get(block_id)
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist", "send ids returned by memory_recall or memory_search")
+        if block.archived:
+            raise InvalidInput(
+                f"block {block_id} was archived by curate at {block.archived_at:%Y-%m-%d %H:%M:%S} UTC",
+                "send outcomes only for blocks that recall still returns",
+            )
+        return block
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def memory_blocks(
+        self,
+        *,
+        tag: str | None = None,
+        tier: str | None = None,
+        archived: bool | None = False,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        limit: int = 100,
+    ) -> BlockList:
+        """Blocks (by default the live ones) as of a moment, best composite score first, with breakdowns.
+
+        Scores use the attention weights without similarity and are normalised within the listed set.
+        """
+        if tier is not None and tier not in {t.value for t in decay.Tier}:
+            raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
+        limit = memory.check_limit(limit)
+        graph, clock, until, moment = self._as_of(as_of, position)
+        chosen = [
+            b
+            for b in graph.blocks.values()
+            if (tag is None or b.has_tag(tag))
+            and (tier is None or b.tier == tier)
+            and (archived is None or b.archived == archived)
+        ]
+        ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
+        return BlockList(
+            as_of=moment,
+            position=until,
+            active_hours=round(clock.now, 6),
+            count=len(ranked),
+            blocks=[BlockOut.of(s) for s in ranked[:limit]],
+        )
+
+    def memory_block(
+        self, block_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> BlockDetail:
+        """One block scored against every live block, with every event that touched it."""
+        graph, clock, until, moment = self._as_of(as_of, position)
+        block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist (at that point)", "list blocks with GET /memory/blocks")
+        peers = [b for b in graph.live_blocks() if b.block_id != block_id]
+        scored = next(
+            s
+            for s in rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
+            if s.block.block_id == block_id
+        )
+        history = [
+            _history_entry(rec)
+            for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
+            if block_id in memory_proj.block_ids_of(rec)
+        ]
+        return BlockDetail(block=BlockOut.of(scored), history=history, as_of=moment, position=until)
+
+    def memory_stats(self) -> MemoryStats:
+        with self._memory_lock:
+            graph, clock = self._live()
+            last = graph.last_curate.active_hours if graph.last_curate is not None else None
+            return MemoryStats(
+                blocks=len(graph.blocks),
+                archived=sum(1 for b in graph.blocks.values() if b.archived),
+                constitutional=sum(1 for b in graph.blocks.values() if b.constitutional),
+                edges=len(graph.edges),
+                curates=graph.curates,
+                active_hours=round(clock.now, 6),
+                last_curate_active_hours=last,
+                next_auto_curate_at_active_hours=(last or 0.0) + decay.CURATE_INTERVAL_ACTIVE_HOURS,
+            )
+
+
+def _history_entry(rec: RecordedEvent) -> BlockEvent:
+    detail = rec.event.model_dump(mode="json")
+    detail.pop("content", None)
+    return BlockEvent(
+        position=rec.position, recorded_at=rec.recorded_at, type=rec.event.type_name, agent=rec.agent, detail=detail
+    )

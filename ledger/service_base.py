@@ -1,0 +1,149 @@
+"""The service's plumbing: who acts, behaviour settings, and load-decide-append with retries on a lost race.
+
+Capability handlers (memory in ``ledger.memory_service``, the rest in ``ledger.service``) build on
+:class:`LedgerBase`; adapters use the assembled :class:`ledger.service.Ledger`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from ledger import clock as _clock
+from ledger import project_context, receipts, sessions
+from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
+from ledger.events import DomainEvent, RecordedEvent
+from ledger.search_index import SearchIndex
+from ledger.storage import SqlEventStore
+from projections import sessions as session_proj
+from projections.active_hours import IDLE_TIMEOUT
+from projections.runner import COMPLIANCE, ProjectionRunner
+from projections.sessions import SessionView
+
+Source = Literal["mcp", "rest", "cli"]
+T = TypeVar("T")
+MAX_AGENT_CHARS = 64
+SESSION_CACHE_SIZE = 10_000  # session views kept per process; evicted least recently used
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting (from the credential) and through which front end."""
+
+    agent: str
+    source: Source = "cli"
+    correlation_id: str | None = None
+    admin: bool = False  # may unlock sessions; agents over MCP never are
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Behaviour settings of the service (adapters build it from their settings)."""
+
+    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
+    max_conflict_retries: int = 20
+    require_anchor: bool = False
+    project_roots: tuple[str, ...] = ()
+    context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
+    idle_timeout: _dt.timedelta = (
+        IDLE_TIMEOUT  # an open session stops counting as active this long after its last event
+    )
+
+
+@dataclass
+class LedgerBase:
+    """The store, index, receipt key, settings and clock every handler works with, plus shared plumbing."""
+
+    store: SqlEventStore
+    index: SearchIndex
+    key: receipts.ReceiptKey
+    config: LedgerConfig = field(default_factory=LedgerConfig)
+    clock: _clock.Clock = _clock.now
+    _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
+    _reports_lock: threading.Lock = field(default_factory=threading.Lock)
+    _session_cache: OrderedDict[str, tuple[int, SessionView]] = field(default_factory=OrderedDict)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- plumbing -------------------------------------------------------------------------------------
+
+    def _meta(self, actor: Actor, session_id: str | None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
+        if actor.admin:
+            meta["admin"] = True
+        if session_id:
+            meta["session_id"] = session_id
+        if actor.correlation_id:
+            meta["correlation_id"] = actor.correlation_id
+        return meta
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """Run load-decide-append again when another writer won the race for the stream."""
+        for _ in range(self.config.max_conflict_retries):
+            try:
+                return attempt()
+            except ConcurrencyError:
+                continue
+        raise StoreUnavailable("the stream kept changing under this request", "retry the request")
+
+    def _session(self, session_id: str) -> tuple[str, int, SessionView | None]:
+        """The session's stream, version and view: cached view plus whatever was appended since.
+
+        The log is append-only, so a cached (version, view) pair is always a correct prefix; the append's
+        ``expected_version`` still decides any race.
+        """
+        stream = sessions.stream_for(sessions.check_session_id(session_id))
+        version, view = self._session_cache.get(stream, (0, None))
+        state = self.store.load_stream(stream, version)
+        for rec in state.events:
+            view = session_proj.evolve(view, rec)
+        self._cache_session(stream, state.version, view)
+        return stream, state.version, view
+
+    def _cache_session(self, stream: str, version: int, view: SessionView | None) -> None:
+        if view is None:
+            return
+        with self._cache_lock:
+            cached = self._session_cache.get(stream)
+            if cached is None or cached[0] < version:
+                self._session_cache[stream] = (version, view)
+                self._session_cache.move_to_end(stream)
+                while len(self._session_cache) > SESSION_CACHE_SIZE:
+                    self._session_cache.popitem(last=False)
+
+    def _open_session(self, actor: Actor, session_id: str) -> tuple[str, int, SessionView]:
+        stream, version, view = self._session(session_id)
+        return stream, version, sessions.authorise(view, session_id, actor.agent)
+
+    def _append_to_session(
+        self, actor: Actor, stream: str, version: int, view: SessionView | None, events: Sequence[DomainEvent]
+    ) -> tuple[list[RecordedEvent], SessionView | None]:
+        session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
+        recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
+        for rec in recorded:
+            view = session_proj.evolve(view, rec)
+        self._cache_session(stream, version + len(recorded), view)
+        return recorded, view
+
+    # --- setup ----------------------------------------------------------------------------------------
+    def _until(self, as_of: _dt.datetime | None, position: int | None) -> int | None:
+        if as_of is not None and position is not None:
+            raise InvalidInput("as_of and position were both given", "send one of them, not both")
+        if position is not None:
+            if isinstance(position, bool) or position < 0:
+                raise InvalidInput("position must be 0 or more", "send a log position, e.g. 120")
+            return position
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                raise InvalidInput("as_of has no UTC offset", "send an ISO time such as 2026-01-31T12:00:00Z")
+            return self.store.position_as_of(as_of)
+        return None
+
+
+def check_agent(agent: str) -> str:
+    if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_AGENT_CHARS:
+        raise InvalidInput(f"agent name {agent!r} is not valid", f"use a non-empty name of at most {MAX_AGENT_CHARS}")
+    return agent
