@@ -33,6 +33,7 @@ def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) ->
             require_anchor=settings.require_anchor,
             project_roots=tuple(settings.project_roots),
             context_paths=tuple(settings.context_paths),
+            idle_timeout=settings.idle_timeout,
         ),
         clock=clock,
     )

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
         description="where PROJECT-CONTEXT.oct.md is looked for, relative to the working directory",
     )
     require_anchor: bool = Field(False, description="assert_compliance also requires a validated anchor")
+    idle_timeout_minutes: float = Field(
+        30.0, gt=0, description="a session never clocked out stops counting as active this long after its last event"
+    )
 
     @property
     def db_url(self) -> str:
@@ -45,6 +48,10 @@ class Settings(BaseSettings):
     @property
     def key_path(self) -> Path:
         return (self.key_file or self.home / "receipt.key").expanduser()
+
+    @property
+    def idle_timeout(self) -> _dt.timedelta:
+        return _dt.timedelta(minutes=self.idle_timeout_minutes)
 
     @property
     def token_ttl(self) -> _dt.timedelta | None:
