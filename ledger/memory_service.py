@@ -7,9 +7,10 @@ block is an event, so the same fold replayed to any moment gives the scores the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -67,20 +68,21 @@ class MemoryCommands(LedgerBase):
         clock = ActiveClock.of(self._memory.active_spans(), self.clock(), self.config.idle_timeout)
         return self._memory.memory(), clock
 
-    def _as_of(
+    @contextlib.contextmanager
+    def _graph(
         self, as_of: _dt.datetime | None, position: int | None
-    ) -> tuple[MemoryGraph, ActiveClock, int, _dt.datetime]:
-        """A graph and clock replayed to a moment or position (fresh, so the caller may keep them)."""
+    ) -> Iterator[tuple[MemoryGraph, ActiveClock, int, _dt.datetime]]:
+        """The live graph (under the lock) or one replayed to a moment or position, with its clock."""
         until = self._until(as_of, position)
-        runner = _memory_runner()
         if until is None:
-            runner.run(self.store.iter_events(0))
-            moment = self.clock()
-        else:
-            runner.run(self.store.iter_events(0, until))
-            moment = as_of or runner.last_recorded_at or self.clock()
-        clock = ActiveClock.of(runner.active_spans(), moment, self.config.idle_timeout)
-        return runner.memory(), clock, runner.position if until is None else until, moment
+            with self._memory_lock:
+                graph, clock = self._live()
+                yield graph, clock, graph.position, clock.at
+            return
+        runner = _memory_runner()
+        runner.run(self.store.iter_events(0, until))
+        moment = as_of or runner.last_recorded_at or self.clock()
+        yield runner.memory(), ActiveClock.of(runner.active_spans(), moment, self.config.idle_timeout), until, moment
 
     def remember(
         self,
@@ -349,37 +351,39 @@ class MemoryCommands(LedgerBase):
         if tier is not None and tier not in {t.value for t in decay.Tier}:
             raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
         limit = memory.check_limit(limit)
-        graph, clock, until, moment = self._as_of(as_of, position)
-        chosen = [
-            b
-            for b in graph.blocks.values()
-            if (tag is None or b.has_tag(tag))
-            and (tier is None or b.tier == tier)
-            and (archived is None or b.archived == archived)
-        ]
-        ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
-        return BlockList(
-            as_of=moment,
-            position=until,
-            active_hours=round(clock.now, 6),
-            count=len(ranked),
-            blocks=[BlockOut.of(s) for s in ranked[:limit]],
-        )
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            chosen = [
+                b
+                for b in graph.blocks.values()
+                if (tag is None or b.has_tag(tag))
+                and (tier is None or b.tier == tier)
+                and (archived is None or b.archived == archived)
+            ]
+            ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
+            return BlockList(
+                as_of=moment,
+                position=until,
+                active_hours=round(clock.now, 6),
+                count=len(ranked),
+                blocks=[BlockOut.of(s) for s in ranked[:limit]],
+            )
 
     def memory_block(
         self, block_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
     ) -> BlockDetail:
         """One block scored against every live block, with every event that touched it."""
-        graph, clock, until, moment = self._as_of(as_of, position)
-        block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
-        if block is None:
-            raise NotFound(f"block {block_id} does not exist (at that point)", "list blocks with GET /memory/blocks")
-        peers = [b for b in graph.live_blocks() if b.block_id != block_id]
-        scored = next(
-            s
-            for s in rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
-            if s.block.block_id == block_id
-        )
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
+            if block is None:
+                raise NotFound(
+                    f"block {block_id} does not exist (at that point)", "list blocks with GET /memory/blocks"
+                )
+            peers = [b for b in graph.live_blocks() if b.block_id != block_id]
+            scored = next(
+                s
+                for s in rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
+                if s.block.block_id == block_id
+            )
         history = [
             _history_entry(rec)
             for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))

@@ -198,3 +198,27 @@ def test_active_hours_never_exceed_the_sum_of_the_sessions(sessions: list[tuple[
     timeout = ah.IDLE_TIMEOUT
     total = sum((s.stop(timeout) - s.started_at).total_seconds() for s in state.spans) / 3600
     assert active_hours(state, T0 + _dt.timedelta(days=30)) <= total + 1e-9
+
+
+@given(
+    st.lists(SESSION, min_size=1, max_size=8),
+    st.integers(min_value=0, max_value=3000),
+    st.lists(st.integers(min_value=-60, max_value=3000), min_size=1, max_size=10),
+)
+def test_the_active_clock_agrees_with_the_union_it_summarises(
+    sessions: list[tuple[int, list[int], int | None]], now: int, moments: list[int]
+) -> None:
+    """``ActiveClock`` (merged once, bisected per block) gives what measuring the union each time gives."""
+    state = fold(_log(sessions))
+    at_now = T0 + _dt.timedelta(minutes=now)
+    clock = ah.ActiveClock.of(state.spans, at_now)
+    assert clock.now == pytest.approx(active_hours(state, at_now), abs=1e-9)
+    for minutes in moments:
+        moment = T0 + _dt.timedelta(minutes=minutes)
+        assert clock.hours_since(moment) == pytest.approx(hours_between(state, moment, at_now), abs=1e-9)
+        assert clock.hours_at(moment) == pytest.approx(active_hours(state, min(moment, at_now)), abs=1e-9)
+
+
+def test_an_empty_active_clock_reads_zero() -> None:
+    clock = ah.ActiveClock.of([], T0)
+    assert (clock.now, clock.hours_at(T0), clock.hours_since(T0 - _dt.timedelta(days=1))) == (0.0, 0.0, 0.0)

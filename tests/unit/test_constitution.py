@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ledger.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
-from projections.decay import Tier, tier_for
 from ledger.memory import check_tags
+from projections.decay import Tier, tier_for
 
 # The shared folder sits beside the repository, locally and in CI: <repo>/../shared.
 SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "002_e3ea2e404df0bc19.txt"

@@ -1,0 +1,116 @@
+"""Recall and curate decisions as pure functions: guarantees, token budgets, rendering, edges and bridges."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger import recall as rc
+from projections import decay
+from projections.memory import BlockView
+
+T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
+
+
+def view(block_id: str, content: str = "x", tags: tuple[str, ...] = ()) -> BlockView:
+    tier = decay.tier_for(tags)
+    return BlockView(block_id, content, tags, "knowledge", tier, decay.LAMBDA[tier], T0, "elf", T0)
+
+
+def scored(block: BlockView, total: float) -> rc.Scored:
+    w = decay.ATTENTION_WEIGHTS
+    return rc.Scored(block, decay.ScoreBreakdown(total, 0, 0, 0, 0, w, total), 0.0, 0.0)
+
+
+def ranked(*items: tuple[str, float, tuple[str, ...]]) -> list[rc.Scored]:
+    out = [scored(view(i, f"content of {i}", tags), total) for i, total, tags in items]
+    return sorted(out, key=lambda s: -s.breakdown.total)
+
+
+CONST = ("self/constitutional", "self/value")
+
+
+def test_guaranteed_candidates_take_their_slots_first_and_the_rest_compete() -> None:
+    candidates = ranked(
+        ("d1", 0.9, ("self/value",)),
+        ("d2", 0.8, ("self/value",)),
+        ("c1", 0.3, CONST),
+        ("d3", 0.7, ("self/value",)),
+        ("c2", 0.2, CONST),
+    )
+    chosen = rc.enforce_guarantees(candidates, rc.FRAMES["self"], 3)
+    assert [s.block.block_id for s in chosen] == ["c1", "c2", "d1"]
+
+
+def test_more_guaranteed_candidates_than_slots_keeps_the_best_guaranteed() -> None:
+    candidates = ranked(*((f"c{i}", i / 10, CONST) for i in range(6)), ("d", 0.99, ("self/value",)))
+    chosen = rc.enforce_guarantees(candidates, rc.FRAMES["self"], 3)
+    assert [s.block.block_id for s in chosen] == ["c5", "c4", "c3"]
+
+
+def test_a_frame_without_guarantees_is_plain_ranking() -> None:
+    candidates = ranked(("a", 0.1, CONST), ("b", 0.9, ()), ("c", 0.5, ()))
+    assert [s.block.block_id for s in rc.enforce_guarantees(candidates, rc.FRAMES["attention"], 2)] == ["b", "c"]
+
+
+def test_the_attention_frame_renders_numbered_knowledge() -> None:
+    spec = rc.FRAMES["attention"]
+    text = rc.render(spec, [(view("a"), "first"), (view("b"), "second")])
+    assert text == "## Relevant Knowledge\n[1] first\n[2] second"
+    assert rc.render(spec, []) == "## Relevant Knowledge\n(nothing recalled)"
+
+
+def test_filling_stops_at_the_first_block_that_does_not_fit() -> None:
+    spec = rc.FRAMES["self"]  # 600 tokens ≈ 2400 characters
+    items = [scored(view(f"b{i}", "y" * 900, CONST), 1 - i / 10) for i in range(4)]
+    result = rc.recollect(items, spec, 4)
+    assert [s.scored.block.block_id for s in result.shown] == ["b0", "b1"]
+    assert result.dropped == (("b2", "token_budget"), ("b3", "token_budget"))
+    assert result.tokens == rc.estimate_tokens(result.text) <= 600
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=12_000), min_size=0, max_size=12),
+    top_k=st.integers(min_value=1, max_value=rc.MAX_TOP_K),
+    frame=st.sampled_from(sorted(rc.FRAMES)),
+)
+def test_a_recollection_never_exceeds_the_budget_and_accounts_for_every_candidate(
+    sizes: list[int], top_k: int, frame: str
+) -> None:
+    spec = rc.FRAMES[frame]
+    tags = ("self/goal",) if frame == "task" else CONST
+    items = [
+        scored(view(f"b{i:02}", "z" * n, tags if i % 2 else ("self/value",)), 1 - i / 100) for i, n in enumerate(sizes)
+    ]
+    result = rc.recollect(items, spec, top_k)
+    shown = [s.scored.block.block_id for s in result.shown]
+    dropped = [b for b, _ in result.dropped]
+    assert result.tokens <= spec.token_budget
+    assert sorted(shown + dropped) == sorted(s.block.block_id for s in items)
+    assert len(shown) <= top_k and (not items or shown)  # the best candidate is always shown, cut if need be
+    assert all(s.truncated == (s.content != s.scored.block.content) for s in result.shown)
+
+
+def test_edges_decay_at_half_the_slower_blocks_rate_and_settle_after_ten_co_retrievals() -> None:
+    assert decay.edge_lambda(0.010, 0.001, 1) == pytest.approx(0.0005)
+    assert decay.edge_lambda(0.010, 0.050, 10) == pytest.approx(0.0025)
+    assert decay.edge_weight(0.005, 0) == 0.55
+    assert decay.edge_weight(0.005, 400) == pytest.approx(0.55 * 0.1353352832, rel=1e-9)
+    assert decay.degree_contribution(0.5, 0) == 0.5
+
+
+def test_the_bridge_cutoff_is_the_80th_percentile_of_the_connected_blocks() -> None:
+    assert decay.bridge_cutoff([0.0, 0.0]) is None
+    assert decay.bridge_cutoff([1.0, 1.0, 1.0, 1.0, 4.0]) == 4.0
+    assert decay.bridge_cutoff([0.0, *range(1, 11)]) == 9
+    assert decay.bridge_cutoff([2.5]) == 2.5
+
+
+@pytest.mark.parametrize("frame", ["", "SELF", None, 3])
+def test_an_unknown_frame_names_the_known_ones(frame: object) -> None:
+    with pytest.raises(Exception, match="not known") as err:
+        rc.frame_spec(frame)  # type: ignore[arg-type]
+    assert "self, attention, task" in getattr(err.value, "hint", "")
