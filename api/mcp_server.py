@@ -10,20 +10,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from api.auth import agent_from_headers
 from ledger import gate
 from ledger.errors import LedgerError, StoreUnavailable
+from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
     AssertResult,
+    CurateResult,
     MemorySetupResult,
+    OutcomeResult,
+    RecallResult,
     RememberResult,
     SearchResult,
     SessionInfo,
@@ -45,13 +49,39 @@ constitutional blocks (tag self/constitutional: they never fade), plus your iden
 values (self/value) if you pass them. Nothing is stored twice.
 
 The loop, every task:
-1. Search before you act: `memory_search` with what the task is about. Read what comes back.
+1. Recall before you act: `memory_recall` with a query about the task (or `memory_search` for plain ranked
+   hits). Read what comes back.
 2. Act, citing what you used.
 3. Remember what you learned: `memory_remember` with one declarative statement per block and tags such as
    project/<area>. Same content twice is rejected as a duplicate.
-4. Before you finish: `assert_compliance`, and end your response with the stamp it returns.
+4. Tell the ledger how the memories you used worked out: `memory_outcome` with their block ids.
+5. Before you finish: `assert_compliance`, and end your response with the stamp it returns.
 
-Every call is an event in a hash-chained ledger; your searches, stamps and memories are auditable."""
+Frames (`memory_recall` frame=...):
+- self: who you are — your identity and values (blocks tagged self/...); the constitutional blocks are
+  guaranteed a place. Budget 600 tokens.
+- attention (default): the most relevant knowledge for the query, or the strongest blocks without one.
+  Budget 2000 tokens.
+- task: what you are working towards — blocks tagged self/goal are guaranteed a place, then context.
+  Budget 800 tokens.
+`top_k` (1-50, default 5) caps the blocks; the frame's token budget caps the text. A recall with a query in
+your session also earns the session's compliance token, exactly as `memory_search` does (a recall without a
+query, or without a session, earns none). Every recall is recorded and reinforces the blocks it returns, so
+what you use stays fresh.
+
+Decay and curation: blocks fade with active hours (hours in which some session was active), not calendar
+time, so a week away forgets nothing. How fast depends on the tier, which follows from the tags and the
+category: constitutional blocks are permanent; `category` (one lower-case word, default 'knowledge')
+'observation' decays fastest. `memory_curate` archives blocks that have decayed, prunes weak links between
+blocks, and reinforces the constitution and the strongest blocks; it also runs by itself every 40 active
+hours. Archived blocks are kept in the ledger but no longer recalled.
+
+Outcomes (`memory_outcome`): after using recalled blocks, send their ids with a signal from 1.0 (they
+helped) through 0.5 (neutral) to 0.0 (they misled you). Each outcome moves the blocks' confidence, which weighs
+in every recall; a signal below 0.2 also makes the blocks decay twice as fast.
+
+Every call is an event in a hash-chained ledger; your recalls, searches, stamps and memories are auditable."""
+CATEGORY_HELP = "one lower-case word, default 'knowledge'; 'observation' decays fastest"
 _SESSION_HELP = "call clock_in first and pass the session_id it returns"
 
 
@@ -125,6 +155,10 @@ def build_mcp(
             raise ToolError(f"session_id is required: {_SESSION_HELP}")
         return sid
 
+    def optional_session(session_id: str | None) -> str | None:
+        """The given session, else the default one (stdio); over HTTP ``None`` when omitted."""
+        return session_id or default["session_id"]
+
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def clock_in(ctx: Context, role: str, working_dir: str | None = None, focus: str | None = None) -> SessionInfo:
         """Open a ledger session for your work; pass its session_id to the other tools."""
@@ -139,17 +173,60 @@ def build_mcp(
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     def memory_remember(
-        ctx: Context, content: str, tags: list[str] | None = None, session_id: str | None = None
+        ctx: Context,
+        content: str,
+        tags: list[str] | None = None,
+        session_id: str | None = None,
+        category: Annotated[str | None, Field(description=CATEGORY_HELP)] = None,
     ) -> RememberResult:
         """Store a memory block. Content that normalises to an existing block is rejected as a duplicate."""
         who, sid = actor(ctx), session_of(session_id)
-        return _ledger_call(lambda: ledger.remember(who, content, tags or [], sid))
+        return _ledger_call(lambda: ledger.remember(who, content, tags or [], sid, category))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def memory_search(ctx: Context, query: str, session_id: str | None = None, limit: int = 10) -> SearchResult:
         """Search memory (BM25-ranked). Each search issues your session's one-time compliance token."""
         who, sid = actor(ctx), session_of(session_id)
         return _ledger_call(lambda: ledger.search(who, sid, query, limit))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def memory_recall(
+        ctx: Context,
+        query: Annotated[
+            str | None, Field(description="what the task is about; omit to get the strongest blocks")
+        ] = None,
+        frame: Annotated[
+            Literal["self", "attention", "task"],
+            Field(description="self: identity and values; attention: relevant knowledge; task: goals and context"),
+        ] = "attention",
+        top_k: Annotated[int, Field(description=f"how many blocks at most, 1..{MAX_TOP_K}")] = 5,
+        session_id: str | None = None,
+    ) -> RecallResult:
+        """Recall memory into a frame as text ready to read, with each block's score breakdown. The recall is
+        recorded and reinforces what it returns; with a query in a session it also issues the session's
+        one-time compliance token, as memory_search does."""
+        who, sid = actor(ctx), optional_session(session_id)
+        return _ledger_call(lambda: ledger.recall(who, query, frame, top_k, sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def memory_curate(ctx: Context) -> CurateResult:
+        """Curate memory now: archive blocks that have decayed, prune weak links, reinforce the constitution and
+        the strongest blocks. It also runs by itself every 40 active hours."""
+        who = actor(ctx)
+        return _ledger_call(lambda: ledger.curate(who))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def memory_outcome(
+        ctx: Context,
+        block_ids: Annotated[list[str], Field(description="ids of the blocks the outcome is about")],
+        signal: Annotated[float, Field(description="1.0 the memories helped ... 0.0 they misled")],
+        note: str | None = None,
+        session_id: str | None = None,
+    ) -> OutcomeResult:
+        """Record how useful recalled blocks proved (1.0 helped ... 0.0 misled): it updates their confidence, and a
+        signal below 0.2 makes them decay twice as fast."""
+        who, sid = actor(ctx), optional_session(session_id)
+        return _ledger_call(lambda: ledger.outcome(who, block_ids, signal, sid, note))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def assert_compliance(ctx: Context, session_id: str | None = None) -> AssertResult:

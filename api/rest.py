@@ -24,11 +24,17 @@ from api.mcp_server import build_mcp
 from api.render import event_dict
 from api.settings import Settings
 from ledger import memory
-from ledger.errors import LedgerError, StoreUnavailable
+from ledger.errors import InvalidInput, LedgerError, StoreUnavailable
+from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
     AssertResult,
+    BlockDetail,
+    BlockList,
     ComplianceReport,
+    CurateResult,
+    OutcomeResult,
+    RecallResult,
     RememberResult,
     SearchResult,
     SessionInfo,
@@ -57,6 +63,27 @@ class ClockIn(_Body):
 class Remember(_Body):
     content: str = Field(description=f"the memory text, at most {memory.MAX_CONTENT_CHARS} characters")
     tags: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    category: str | None = Field(
+        None, description="one lower-case word, default 'knowledge'; 'observation' decays fastest"
+    )
+
+
+class Recall(_Body):
+    query: str | None = Field(None, description="what the task is about; omit to get the strongest blocks")
+    frame: Literal["self", "attention", "task"] = Field(
+        "attention", description="self: identity and values; attention: relevant knowledge; task: goals and context"
+    )
+    top_k: int = Field(5, description=f"1..{MAX_TOP_K}")
+    session_id: str | None = Field(
+        None, description="with a query, the recall issues this session's compliance token; without, none"
+    )
+
+
+class Outcome(_Body):
+    block_ids: list[str] = Field(description="ids of the blocks the outcome is about")
+    signal: float = Field(description="1.0 the memories helped ... 0.0 they misled")
+    note: str | None = None
     session_id: str | None = None
 
 
@@ -190,9 +217,44 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
 
     @app.post("/memory/blocks", response_model=RememberResult, tags=["memory"])
     def remember(body: Remember, who: Caller) -> Any:
-        result = ledger.remember(who, body.content, body.tags, body.session_id)
+        result = ledger.remember(who, body.content, body.tags, body.session_id, body.category)
         code = status.HTTP_201_CREATED if result.status == "created" else status.HTTP_200_OK
         return JSONResponse(result.model_dump(mode="json"), status_code=code)
+
+    @app.get("/memory/blocks", response_model=BlockList, tags=["memory"])
+    def memory_blocks(
+        _who: Caller,
+        tag: str | None = None,
+        tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
+        archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
+        as_of: _dt.datetime | None = None,
+        position: int | None = Query(None, ge=0),
+        limit: int = Query(100, ge=1, le=memory.MAX_LIMIT),
+    ) -> Any:
+        return ledger.memory_blocks(
+            tag=tag, tier=tier, archived=_archived(archived), as_of=as_of, position=position, limit=limit
+        )
+
+    @app.get("/memory/blocks/{block_id}", response_model=BlockDetail, tags=["memory"])
+    def memory_block(
+        block_id: str,
+        _who: Caller,
+        as_of: _dt.datetime | None = None,
+        position: int | None = Query(None, ge=0),
+    ) -> Any:
+        return ledger.memory_block(block_id, as_of=as_of, position=position)
+
+    @app.post("/memory/recall", response_model=RecallResult, tags=["memory"])
+    def recall(body: Recall, who: Caller) -> Any:
+        return ledger.recall(who, body.query, body.frame, body.top_k, body.session_id)
+
+    @app.post("/memory/curate", response_model=CurateResult, tags=["memory"])
+    def curate(who: Caller) -> Any:
+        return ledger.curate(who)
+
+    @app.post("/memory/outcome", response_model=OutcomeResult, tags=["memory"])
+    def outcome(body: Outcome, who: Caller) -> Any:
+        return ledger.outcome(who, body.block_ids, body.signal, body.session_id, body.note)
 
     @app.post("/memory/search", response_model=SearchResult, tags=["memory"])
     def search(body: Search, who: Caller) -> Any:
@@ -243,6 +305,18 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         return ledger.compliance_report(agent, as_of=as_of, position=position)
 
     return _with_mcp_endpoint(app, ledger, settings)
+
+
+def _archived(text: str | None) -> bool | None:
+    """``archived`` query parameter: omitted or false -> live blocks, true -> archived ones, any -> both."""
+    value = (text or "false").strip().lower()
+    if value in {"false", "0", "no"}:
+        return False
+    if value in {"true", "1", "yes"}:
+        return True
+    if value in {"any", "all"}:
+        return None
+    raise InvalidInput(f"archived {text!r} is not known", "send archived=false (default), true or any")
 
 
 def _with_mcp_endpoint(app: FastAPI, ledger: Ledger, settings: Settings) -> FastAPI:
