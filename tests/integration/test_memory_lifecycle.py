@@ -153,11 +153,11 @@ DOMAIN_VALUES = [
 
 
 def test_step6_constitutional_blocks_guaranteed_in_self_frame_even_when_they_score_lower(
-    make_ledger: LedgerFactory,
+    make_ledger: LedgerFactory, db_url: str
 ) -> None:
     """Seed 002 "Guarantee Enforcement" and Step 6 tests 2 and 6: constitutional candidates take their slots
     first although domain values outscore them; the domain values fill the remaining slots by score."""
-    ledger = make_ledger()
+    ledger = make_ledger(db_url)
     ledger.setup_memory(ELF)
     values = [ledger.remember(ELF, text, ["self/value", "project/perf"]).block_id for text in DOMAIN_VALUES]
     ledger.outcome(ELF, values, 1.0)  # the domain values proved useful: higher confidence than the constitution
