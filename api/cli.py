@@ -464,7 +464,10 @@ def _clip(text: str, width: int = 60) -> str:
 @memory_app.command("list")
 def memory_list(
     ctx: typer.Context,
-    tag: Annotated[str | None, typer.Option(help="only blocks with this tag (or a tag under it)")] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option(help="only blocks with this tag, or with a tag under a prefix ending in '/' (e.g. project/)"),
+    ] = None,
     tier: Annotated[str | None, typer.Option(help="permanent | durable | standard | ephemeral")] = None,
     archived: Annotated[bool, typer.Option("--archived", help="only archived blocks")] = False,
     all_blocks: Annotated[bool, typer.Option("--all", help="live and archived blocks")] = False,
@@ -614,7 +617,8 @@ def doctor(ctx: typer.Context) -> None:
         row(
             "memory",
             True,
-            f"{stats.blocks} blocks, {stats.archived} archived blocks, {stats.edges} edges, {stats.curates} curate run(s)",
+            f"{stats.blocks} blocks, {stats.archived} archived blocks, {stats.edges} edges, "
+            f"{stats.curates} curate run(s)",
         )
         row(
             "active hours",

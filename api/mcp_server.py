@@ -39,7 +39,8 @@ T = TypeVar("T")
 
 INSTRUCTIONS = (
     "Compliance Ledger: every action you take here is recorded in a hash-chained audit log. "
-    "Search memory with memory_search before you finish a task, then call assert_compliance to obtain the "
+    "Search memory with memory_search (or memory_recall with a query) before you finish a task, then call "
+    "assert_compliance to obtain the "
     "Compliance Stamp and end your response with it. " + gate.GROUNDING_INSTRUCTION
 )
 MEMORY_GUIDE = """Memory in the Compliance Ledger

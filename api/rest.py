@@ -224,7 +224,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     @app.get("/memory/blocks", response_model=BlockList, tags=["memory"])
     def memory_blocks(
         _who: Caller,
-        tag: str | None = None,
+        tag: str | None = Query(None, description="a tag, or a prefix ending in '/' such as project/"),
         tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
         archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
         as_of: _dt.datetime | None = None,

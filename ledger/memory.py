@@ -87,12 +87,24 @@ def check_signal(signal: float) -> float:
 
 
 def check_block_ids(block_ids: list[str]) -> list[str]:
-    if not isinstance(block_ids, list) or not block_ids or not all(isinstance(b, str) for b in block_ids):
-        raise InvalidInput("block_ids is empty", "send the ids of the blocks the outcome is about, e.g. ['blk_…']")
+    example = "send the ids of the blocks the outcome is about, e.g. ['blk_0123456789abcdef01234567']"
+    if not isinstance(block_ids, list) or not block_ids:
+        raise InvalidInput("block_ids is empty", example)
+    if not all(isinstance(b, str) and b.strip() for b in block_ids):
+        raise InvalidInput("block_ids holds an empty or non-text id", example)
     unique = list(dict.fromkeys(b.strip() for b in block_ids))
     if len(unique) > MAX_OUTCOME_BLOCKS:
         raise InvalidInput(f"{len(unique)} blocks; the limit is {MAX_OUTCOME_BLOCKS}", "send fewer block ids")
     return unique
+
+
+def check_note(note: str | None) -> str | None:
+    if note is None:
+        return None
+    if not isinstance(note, str) or len(note) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"note is not a text of at most {MAX_CONTENT_CHARS} characters", "send a short note")
+    require_utf8(note, "note")
+    return note.strip() or None
 
 
 def check_query(query: str) -> str:

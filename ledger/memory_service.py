@@ -286,11 +286,11 @@ class MemoryCommands(LedgerBase):
         session_id: str | None = None,
         note: str | None = None,
     ) -> OutcomeResult:
-        """Record how useful blocks proved: a Beta update of their confidence; below 0.20 they decay faster."""
+        """Record how useful blocks proved: a Beta update of their confidence; a signal below 0.20 doubles
+        their decay rate (up to 0.050)."""
         ids = memory.check_block_ids(block_ids)
         signal = memory.check_signal(signal)
-        if note is not None:
-            note = memory.check_content(note)
+        note = memory.check_note(note)
 
         def attempt() -> OutcomeResult:
             if session_id is not None:
@@ -376,7 +376,8 @@ class MemoryCommands(LedgerBase):
             block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
             if block is None:
                 raise NotFound(
-                    f"block {block_id} does not exist (at that point)", "list blocks with GET /memory/blocks"
+                    f"block {block_id} does not exist (at that point)",
+                    "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
                 )
             peers = [b for b in graph.live_blocks() if b.block_id != block_id]
             scored = next(

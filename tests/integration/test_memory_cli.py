@@ -1,0 +1,128 @@
+"""`compliance-ledger memory list | show | curate` and what `doctor` says about memory, on a real database."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from freezegun import freeze_time
+from typer.testing import CliRunner
+
+from api.cli import app
+from ledger.constitution import CONSTITUTION
+from ledger.memory import block_id_for
+from ledger.service import Actor, Ledger
+from tests.conftest import LedgerFactory
+
+WHO = Actor("alice", "cli")
+T0 = _dt.datetime(2026, 5, 4, 9, 0, tzinfo=_dt.UTC)
+CONSTITUTIONAL_IDS = sorted(block_id_for(b.content) for b in CONSTITUTION)
+WIDE = {"COLUMNS": "200"}  # rich tables on a wide console: whole ids and content
+
+
+def cli(tmp_path: Path, url: str, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", url, *args], env=WIDE)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def aged(make_ledger: LedgerFactory, url: str | None = None) -> tuple[Ledger, str, str]:
+    """Constitution, an observation and a standard block, then a 100-active-hour session (in the past)."""
+    with freeze_time(T0) as clock:
+        ledger = make_ledger(url)
+        ledger.setup_memory(WHO)
+        sid = ledger.clock_in(WHO, "dev").session_id
+        faded = ledger.remember(WHO, "The CI runner was slow on Tuesday.", ["project/ci"], sid, "observation")
+        kept = ledger.remember(WHO, "Migrations run with alembic.", ["project/db"], sid)
+        clock.tick(_dt.timedelta(hours=100))
+        ledger.clock_out(WHO, sid)
+    return ledger, faded.block_id, kept.block_id
+
+
+def test_memory_list_shows_live_blocks_with_their_scores(
+    make_ledger: LedgerFactory, tmp_path: Path, db_url: str
+) -> None:
+    ledger, faded, kept = aged(make_ledger, db_url)
+    url = db_url
+    code, table, _ = cli(tmp_path, url, "memory", "list")
+    _, as_json, _ = cli(tmp_path, url, "memory", "list", "--tier", "permanent", "--json")
+    _, tagged, _ = cli(tmp_path, url, "memory", "list", "--tag", "project/", "--limit", "1", "--json")
+    _, archived, _ = cli(tmp_path, url, "memory", "list", "--archived", "--json")
+    listed = json.loads(as_json)
+    assert code == 0 and "12 block(s)" in table and "100.00 active hours" in table
+    assert faded in table and kept in table and "ephemeral" in table and "permanent" in table
+    assert "Migrations run with alembic." in table
+    assert listed["count"] == 10 and sorted(b["block_id"] for b in listed["blocks"]) == CONSTITUTIONAL_IDS
+    assert {"total", "recency", "confidence"} <= set(listed["blocks"][0]["score"])
+    assert json.loads(tagged)["count"] == 2 and len(json.loads(tagged)["blocks"]) == 1
+    assert json.loads(archived)["count"] == 0
+    assert ledger.memory_stats().archived == 0  # listing records nothing
+
+
+def test_memory_curate_archives_and_list_and_doctor_show_it(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger, faded, kept = aged(make_ledger)
+    url = str(ledger.store.engine.url)
+    before = ledger.store.head()[0]
+    code, curated, _ = cli(tmp_path, url, "memory", "curate")
+    _, archived, _ = cli(tmp_path, url, "memory", "list", "--archived")
+    _, both, _ = cli(tmp_path, url, "memory", "list", "--all", "--json")
+    _, then, _ = cli(tmp_path, url, "memory", "list", "--archived", "--position", str(before), "--json")
+    doctor_code, doctor, _ = cli(tmp_path, url, "doctor")
+    [event] = list(ledger.store.iter_events(types=["MemoryCurated"]))
+    assert code == 0
+    assert "1 archived" in curated and "10 constitutional and 5 top block(s) reinforced" in curated
+    assert f"archived {faded}" in curated
+    assert event.agent == "operator" and event.position == before + 1
+    assert faded in archived and kept not in archived and "yes" in archived
+    assert json.loads(both)["count"] == 12
+    assert json.loads(then)["count"] == 0
+    assert doctor_code == 0 and "FAIL" not in doctor
+    assert "1 archived blocks" in doctor and "12 blocks" in doctor
+    assert "10 constitutional memory blocks" in doctor
+    assert "100.00 h in which a session was active" in doctor
+
+
+def test_memory_curate_json(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    ledger.setup_memory(WHO)
+    code, out, _ = cli(tmp_path, str(ledger.store.engine.url), "memory", "curate", "--json")
+    result = json.loads(out)
+    assert code == 0
+    assert result["trigger"] == "manual" and result["archived"] == 0 and result["constitutional_reinforced"] == 10
+
+
+def test_memory_show_prints_fields_score_breakdown_and_history(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    sid = ledger.clock_in(WHO, "dev").session_id
+    block_id = ledger.remember(WHO, "Receipts are HMAC-signed.", ["project/gate"], sid, "decision").block_id
+    recalled = ledger.recall(WHO, "receipts", session_id=sid)
+    ledger.outcome(WHO, [block_id], 1.0, sid)
+    url = str(ledger.store.engine.url)
+    code, shown, _ = cli(tmp_path, url, "memory", "show", block_id)
+    _, as_json, _ = cli(tmp_path, url, "memory", "show", block_id, "--json")
+    _, earlier, _ = cli(tmp_path, url, "memory", "show", block_id, "--position", str(recalled.position - 1), "--json")
+    detail = json.loads(as_json)
+    assert code == 0
+    for text in (block_id, "project/gate", "decision", "standard", "Receipts are HMAC-signed.", "0.6667", "recency"):
+        assert text in shown, text
+    for event_type in ("MemoryRemembered", "MemoryRecalled", "MemoryOutcomeRecorded"):
+        assert event_type in shown
+    assert detail["block"]["confidence"] == 0.666667 and detail["block"]["reinforcements"] == 1
+    assert [e["type"] for e in detail["history"]] == ["MemoryRemembered", "MemoryRecalled", "MemoryOutcomeRecorded"]
+    assert [e["type"] for e in json.loads(earlier)["history"]] == ["MemoryRemembered"]
+
+
+def test_memory_commands_refuse_bad_input_with_a_hint(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    ledger.setup_memory(WHO)
+    url = str(ledger.store.engine.url)
+    head = ledger.store.head()
+    unknown = cli(tmp_path, url, "memory", "show", "blk_000000000000000000000000")
+    both = cli(tmp_path, url, "memory", "list", "--archived", "--all")
+    tier = cli(tmp_path, url, "memory", "list", "--tier", "forever")
+    when = cli(tmp_path, url, "memory", "list", "--as-of", "yesterday")
+    assert unknown[0] == 1 and "does not exist" in unknown[2]
+    assert both[0] == 2 and "send one of them" in both[2]
+    assert tier[0] == 2 and "permanent" in tier[2]
+    assert when[0] == 2 and "ISO 8601" in when[2]
+    assert ledger.store.head() == head
