@@ -8,7 +8,7 @@ from api.settings import Settings
 from ledger import clock as _clock
 from ledger import receipts
 from ledger.search_index import SearchIndex
-from ledger.service import Ledger, LedgerConfig
+from ledger.service import Actor, Ledger, LedgerConfig
 from ledger.storage import SqlEventStore, make_engine
 
 
@@ -44,11 +44,19 @@ def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
     return _build(settings, receipts.load_key(settings.key_path), clock)
 
 
-def initialise(settings: Settings, clock: _clock.Clock = _clock.now) -> tuple[Ledger, InitReport]:
-    """Create the key (outside the events table) and the schema if missing; safe to run again."""
+def initialise(
+    settings: Settings, clock: _clock.Clock = _clock.now, *, seed_new: bool = False
+) -> tuple[Ledger, InitReport]:
+    """Create the key (outside the events table) and the schema if missing; safe to run again.
+
+    With ``seed_new`` a ledger created by this call also gets the constitutional memory blocks, as
+    ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready).
+    """
     key, key_created = receipts.create_key(settings.key_path)
     ledger = _build(settings, key, clock)
     created = ledger.initialise()
+    if created and seed_new:
+        ledger.setup_memory(Actor(agent="system", source="cli"))
     return ledger, InitReport(settings.db_url, str(settings.key_path), key_created, created)
 
 

@@ -240,7 +240,7 @@ def mcp(
     from api.mcp_server import build_mcp
 
     try:
-        ledger, _ = initialise(_settings(ctx))
+        ledger, _ = initialise(_settings(ctx), seed_new=True)
     except LedgerError as exc:
         raise _fail(exc) from exc
     if working_dir is not None:
@@ -287,7 +287,7 @@ def serve(
         }
     )
     try:
-        ledger, report = initialise(settings)
+        ledger, report = initialise(settings, seed_new=True)
         keys = ledger.api_keys()
     except LedgerError as exc:
         raise _fail(exc) from exc

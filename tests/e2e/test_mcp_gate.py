@@ -150,3 +150,17 @@ async def test_the_stdio_server_opens_a_default_session_and_closes_it_at_exit(
     agents = {r.agent for r in ledger.store.iter_events() if r.stream.startswith("session:")}
     assert types == ["SessionStarted", "ComplianceRefused", "SessionEnded"]
     assert agents == {"agent-a"}
+
+
+async def test_a_stdio_server_on_a_fresh_machine_starts_with_the_constitution_recallable(tmp_path: Path) -> None:
+    """No `init` first: `mcp` creates key, schema and the 10 constitutional blocks, and recall finds them."""
+    env = {**os.environ, "LEDGER_HOME": str(tmp_path / "fresh")}
+    env.pop("LEDGER_DATABASE_URL", None)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "api", "mcp", "--agent", "elf"], env=env, cwd=str(tmp_path)
+    )
+    async with Client(params) as client:
+        recalled = await call(client, "memory_recall", {"frame": "self", "top_k": 10})
+    assert len(recalled["blocks"]) == 10
+    assert all("self/constitutional" in b["tags"] for b in recalled["blocks"])
+    assert recalled["text"].startswith("## Identity\n- ")
