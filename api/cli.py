@@ -350,6 +350,9 @@ def replay(
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay what was recorded by then")] = None,
     position: Annotated[int | None, typer.Option(help="replay up to this position")] = None,
     session: Annotated[str | None, typer.Option(help="show only this session")] = None,
+    block: Annotated[
+        list[str] | None, typer.Option("--block", help="also show this memory block's score at that moment")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
@@ -365,6 +368,11 @@ def replay(
     states = [s for s in result.sessions() if session is None or s.session_id == session]
     if session is not None and not states:
         raise _fail(InvalidInput(f"session {session} does not exist at that point", "check the id and the time"))
+    try:
+        blocks = [result.block(b) for b in block or []]
+    except LedgerError as exc:
+        raise _fail(exc) from exc
+    memory_state = result.memory()
     if as_json:
         _print_json(
             {
@@ -373,6 +381,8 @@ def replay(
                 "index_rebuilt": rebuilt,
                 "sessions": [s.model_dump(mode="json") for s in states],
                 "compliance": [a.model_dump(mode="json") for a in result.compliance()],
+                "memory": memory_state.model_dump(mode="json"),
+                "blocks": [b.model_dump(mode="json") for b in blocks],
             }
         )
         return
@@ -394,6 +404,22 @@ def replay(
         )
     out.print(table)
     _print_compliance(result.compliance())
+    m = memory_state
+    out.print(
+        f"memory: {m.blocks} blocks ({m.archived} archived, {m.constitutional} constitutional), {m.edges} edges, "
+        f"{m.curates} curate runs, {m.active_hours:.2f} active hours",
+        soft_wrap=True,
+    )
+    for b in blocks:
+        sc = b.score
+        out.print(
+            f"{b.block_id} [{b.tier}{', archived' if b.archived_at else ''}] score {sc.total:.4f} = "
+            f"similarity {sc.similarity:.3f}, confidence {sc.confidence:.3f}, recency {sc.recency:.4f} "
+            f"({sc.active_hours_since_reinforced:.2f} active h since reinforced), centrality {sc.centrality:.3f}, "
+            f"reinforcement {sc.reinforcement:.3f}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 @app.command()

@@ -379,12 +379,7 @@ class MemoryCommands(LedgerBase):
                     f"block {block_id} does not exist (at that point)",
                     "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
                 )
-            peers = [b for b in graph.live_blocks() if b.block_id != block_id]
-            scored = next(
-                s
-                for s in rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
-                if s.block.block_id == block_id
-            )
+            scored = score_one(graph, clock, block)
         history = [
             _history_entry(rec)
             for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
@@ -394,18 +389,28 @@ class MemoryCommands(LedgerBase):
 
     def memory_stats(self) -> MemoryStats:
         with self._memory_lock:
-            graph, clock = self._live()
-            last = graph.last_curate.active_hours if graph.last_curate is not None else None
-            return MemoryStats(
-                blocks=len(graph.blocks),
-                archived=sum(1 for b in graph.blocks.values() if b.archived),
-                constitutional=sum(1 for b in graph.blocks.values() if b.constitutional),
-                edges=len(graph.edges),
-                curates=graph.curates,
-                active_hours=round(clock.now, 6),
-                last_curate_active_hours=last,
-                next_auto_curate_at_active_hours=(last or 0.0) + decay.CURATE_INTERVAL_ACTIVE_HOURS,
-            )
+            return stats_of(*self._live())
+
+
+def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> rc.Scored:
+    """One block scored (query-less, attention weights) against every live block."""
+    peers = [b for b in graph.live_blocks() if b.block_id != block.block_id]
+    ranked = rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
+    return next(s for s in ranked if s.block.block_id == block.block_id)
+
+
+def stats_of(graph: MemoryGraph, clock: ActiveClock) -> MemoryStats:
+    last = graph.last_curate.active_hours if graph.last_curate is not None else None
+    return MemoryStats(
+        blocks=len(graph.blocks),
+        archived=sum(1 for b in graph.blocks.values() if b.archived),
+        constitutional=sum(1 for b in graph.blocks.values() if b.constitutional),
+        edges=len(graph.edges),
+        curates=graph.curates,
+        active_hours=round(clock.now, 6),
+        last_curate_active_hours=last,
+        next_auto_curate_at_active_hours=(last or 0.0) + decay.CURATE_INTERVAL_ACTIVE_HOURS,
+    )
 
 
 def _history_entry(rec: RecordedEvent) -> BlockEvent:

@@ -24,13 +24,15 @@ from ledger.events import (
     RecordedEvent,
 )
 from ledger.mapper import decode
-from ledger.memory_service import MemoryCommands
+from ledger.memory_service import MemoryCommands, score_one, stats_of
 from ledger.results import (
     AgentReport,
     AnchorResult,
     ApiKeyCreated,
     AssertResult,
+    BlockOut,
     ComplianceReport,
+    MemoryStats,
     SearchHit,
     SearchResult,
     SessionInfo,
@@ -39,7 +41,7 @@ from ledger.results import (
 )
 from ledger.service_base import Actor, LedgerConfig, Source, check_agent
 from projections import sessions as session_proj
-from projections.active_hours import ActiveTime
+from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
 from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, SESSIONS, ProjectionRunner
 
@@ -344,7 +346,12 @@ class Ledger(MemoryCommands):
             moment = as_of
         else:
             moment = runner.last_recorded_at if until is not None and runner.last_recorded_at else self.clock()
-        return Replay(runner=runner, moment=moment, position=runner.position if until is None else until)
+        return Replay(
+            runner=runner,
+            moment=moment,
+            position=runner.position if until is None else until,
+            idle_timeout=self.config.idle_timeout,
+        )
 
     def active_hours(self, *, as_of: _dt.datetime | None = None) -> float:
         """Hours in which at least one session was active, up to now or ``as_of`` (replayed to that moment)."""
@@ -393,6 +400,7 @@ class Replay:
     runner: ProjectionRunner
     moment: _dt.datetime
     position: int
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT
 
     def sessions(self) -> list[SessionState]:
         views = self.runner.state(SESSIONS.name).values()
@@ -400,6 +408,21 @@ class Replay:
 
     def compliance(self) -> list[AgentReport]:
         return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
+
+    def active_clock(self) -> ActiveClock:
+        return ActiveClock.of(self.runner.active_spans(), self.moment, self.idle_timeout)
+
+    def memory(self) -> MemoryStats:
+        """Blocks, archive, edges, curates and active hours as of the replayed moment."""
+        return stats_of(self.runner.memory(), self.active_clock())
+
+    def block(self, block_id: str) -> BlockOut:
+        """One block's state and score breakdown as of the replayed moment."""
+        graph = self.runner.memory()
+        block = graph.blocks.get(block_id)
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
+        return BlockOut.of(score_one(graph, self.active_clock(), block))
 
 
 def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:

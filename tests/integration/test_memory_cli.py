@@ -126,3 +126,24 @@ def test_memory_commands_refuse_bad_input_with_a_hint(make_ledger: LedgerFactory
     assert tier[0] == 2 and "permanent" in tier[2]
     assert when[0] == 2 and "ISO 8601" in when[2]
     assert ledger.store.head() == head
+
+
+
+def test_replay_as_of_shows_a_blocks_score_at_that_moment(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    with freeze_time(T0) as clock:
+        ledger = make_ledger(url)
+        block_id = ledger.remember(WHO, "The CI cache lives in S3.", ["project/ci"]).block_id
+        sid = ledger.clock_in(WHO, "dev").session_id
+        clock.tick(_dt.timedelta(hours=69.3147))  # one STANDARD half-life of active hours
+        ledger.clock_out(WHO, sid)
+        early = cli(tmp_path, url, "replay", "--as-of", T0.isoformat(), "--block", block_id, "--json")
+        late = cli(tmp_path, url, "replay", "--block", block_id, "--json")
+        text = cli(tmp_path, url, "replay", "--block", block_id)
+        missing = cli(tmp_path, url, "replay", "--block", "blk_nope")
+    assert early[0] == late[0] == text[0] == 0
+    assert json.loads(early[1])["blocks"][0]["score"]["recency"] == 1.0
+    assert abs(json.loads(late[1])["blocks"][0]["score"]["recency"] - 0.5) < 1e-4
+    assert json.loads(late[1])["memory"]["blocks"] == 1
+    assert "memory: 1 blocks" in text[1] and f"{block_id} [standard] score" in text[1]
+    assert missing[0] != 0 and "does not exist" in missing[1] + missing[2]
