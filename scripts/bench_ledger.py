@@ -1286,13 +1286,15 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
-        # Keep the sections other bench scripts own (e.g. scripts/bench_anchor.py's) at the end of the file.
+        # Keep the sections other bench scripts own (scripts/bench_anchor.py's, scripts/bench_memory.py's) at the
+        # end of the file: everything from the first of them on.
         kept = ""
         if output.exists():
             previous = output.read_text(encoding="utf-8")
-            marker = "\n## Odyssean Anchor validation"
-            if marker in previous:
-                kept = previous[previous.index(marker) :]
+            markers = ("\n## Odyssean Anchor validation", "\n## Memory (scripts/bench_memory.py)")
+            found = [previous.index(m) for m in markers if m in previous]
+            if found:
+                kept = previous[min(found) :]
         output.write_text(text.rstrip("\n") + "\n" + kept, encoding="utf-8")
         console.log(f"wrote {output}")
     return 1 if report.errors else 0

@@ -128,7 +128,6 @@ def test_memory_commands_refuse_bad_input_with_a_hint(make_ledger: LedgerFactory
     assert ledger.store.head() == head
 
 
-
 def test_replay_as_of_shows_a_blocks_score_at_that_moment(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'replay.db'}"
     with freeze_time(T0) as clock:
