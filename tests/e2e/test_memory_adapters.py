@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from freezegun import freeze_time
 from mcp import Client
 
 from api.mcp_server import build_mcp
@@ -20,6 +18,7 @@ from ledger.memory import block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running, tool
+from tests.memory_support import aged
 
 AGENT = "agent-a"
 WHO = Actor(AGENT, "mcp")
@@ -30,7 +29,6 @@ MEMORIES = [
     "Every ledger database change is appended, never updated.",
 ]
 SCORE_PARTS = {"total", "similarity", "confidence", "recency", "centrality", "reinforcement", "weights"}
-T0 = _dt.datetime(2026, 5, 4, 9, 0, tzinfo=_dt.UTC)
 
 
 @pytest.fixture
@@ -49,22 +47,6 @@ async def call(client: Client, name: str, args: dict[str, Any] | None = None) ->
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return dict(result.structured_content)
-
-
-def aged_ledger(make_ledger: LedgerFactory, url: str | None = None) -> tuple[Ledger, str, str]:
-    """Constitution plus an observation and a standard block, after a 100-active-hour session (in the past).
-
-    The observation (EPHEMERAL, λ 0.05) has decayed below the archive threshold; the standard block has not.
-    """
-    with freeze_time(T0) as clock:
-        ledger = make_ledger(url)
-        ledger.setup_memory(WHO)
-        sid = ledger.clock_in(WHO, "dev").session_id
-        faded = ledger.remember(WHO, "The CI runner was slow on Tuesday.", ["project/ci"], sid, "observation")
-        kept = ledger.remember(WHO, "Migrations run with alembic.", ["project/db"], sid)
-        clock.tick(_dt.timedelta(hours=100))
-        ledger.clock_out(WHO, sid)
-    return ledger, faded.block_id, kept.block_id
 
 
 # --- MCP ---------------------------------------------------------------------------------------------------------
@@ -161,7 +143,7 @@ async def test_memory_curate_reports_its_counts(make_ledger: LedgerFactory) -> N
 
 @pytest.mark.anyio
 async def test_memory_curate_archives_what_decayed_over_active_hours(make_ledger: LedgerFactory) -> None:
-    ledger, faded, kept = aged_ledger(make_ledger)
+    ledger, faded, kept = aged(make_ledger, WHO)
     async with connected(ledger) as client:
         result = await call(client, "memory_curate")
         recalled = await call(client, "memory_recall", {"frame": "attention", "top_k": 50})
@@ -250,7 +232,7 @@ def test_rest_recall_lists_shows_and_curates_blocks(make_ledger: LedgerFactory, 
 def test_rest_lists_archived_blocks_after_curate_and_as_of_before_it(
     make_ledger: LedgerFactory, tmp_path: Path
 ) -> None:
-    ledger, faded, kept = aged_ledger(make_ledger)
+    ledger, faded, kept = aged(make_ledger, WHO)
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
         live_before = http.get("/memory/blocks").json()
         curated = http.post("/memory/curate").json()

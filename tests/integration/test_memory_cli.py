@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 from api.cli import app
 from ledger.constitution import CONSTITUTION
 from ledger.memory import block_id_for
-from ledger.service import Actor, Ledger
+from ledger.service import Actor
 from tests.conftest import LedgerFactory
+from tests.memory_support import T0, aged
 
 WHO = Actor("alice", "cli")
-T0 = _dt.datetime(2026, 5, 4, 9, 0, tzinfo=_dt.UTC)
 CONSTITUTIONAL_IDS = sorted(block_id_for(b.content) for b in CONSTITUTION)
 WIDE = {"COLUMNS": "200"}  # rich tables on a wide console: whole ids and content
 
@@ -26,23 +26,10 @@ def cli(tmp_path: Path, url: str, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def aged(make_ledger: LedgerFactory, url: str | None = None) -> tuple[Ledger, str, str]:
-    """Constitution, an observation and a standard block, then a 100-active-hour session (in the past)."""
-    with freeze_time(T0) as clock:
-        ledger = make_ledger(url)
-        ledger.setup_memory(WHO)
-        sid = ledger.clock_in(WHO, "dev").session_id
-        faded = ledger.remember(WHO, "The CI runner was slow on Tuesday.", ["project/ci"], sid, "observation")
-        kept = ledger.remember(WHO, "Migrations run with alembic.", ["project/db"], sid)
-        clock.tick(_dt.timedelta(hours=100))
-        ledger.clock_out(WHO, sid)
-    return ledger, faded.block_id, kept.block_id
-
-
 def test_memory_list_shows_live_blocks_with_their_scores(
     make_ledger: LedgerFactory, tmp_path: Path, db_url: str
 ) -> None:
-    ledger, faded, kept = aged(make_ledger, db_url)
+    ledger, faded, kept = aged(make_ledger, WHO, db_url)
     url = db_url
     code, table, _ = cli(tmp_path, url, "memory", "list")
     _, as_json, _ = cli(tmp_path, url, "memory", "list", "--tier", "permanent", "--json")
@@ -60,7 +47,7 @@ def test_memory_list_shows_live_blocks_with_their_scores(
 
 
 def test_memory_curate_archives_and_list_and_doctor_show_it(make_ledger: LedgerFactory, tmp_path: Path) -> None:
-    ledger, faded, kept = aged(make_ledger)
+    ledger, faded, kept = aged(make_ledger, WHO)
     url = str(ledger.store.engine.url)
     before = ledger.store.head()[0]
     code, curated, _ = cli(tmp_path, url, "memory", "curate")
