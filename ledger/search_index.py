@@ -21,6 +21,7 @@ from ledger.mapper import decode
 from ledger.storage import SqlEventStore, translate_errors
 
 CHECKPOINT = "memory_search_index"
+_INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
 # Advisory lock key for index maintenance on PostgreSQL; distinct from the append lock.
 INDEX_LOCK_KEY = 0x6D656D696478
 
@@ -89,7 +90,13 @@ class SearchIndex:
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Apply every event after the checkpoint; return how many blocks were indexed."""
         head, _ = self.store.head()
-        if self.checkpoint() >= head:
+        start = self.checkpoint()
+        if start >= head:
+            return 0
+        # Searches and recalls append events the index ignores. When nothing after the checkpoint is for the
+        # index (an index range scan on (type, position)), leave the checkpoint behind rather than take the
+        # write lock and fsync on a read path.
+        if next(self.store.iter_records(start, head, types=_INDEXED, batch_size=1), None) is None:
             return 0
         applied = 0
         with self.store.write_transaction(INDEX_LOCK_KEY) as cur:
@@ -100,17 +107,15 @@ class SearchIndex:
                 # Another process caught up past the head read above while this one waited for the lock;
                 # writing ``head`` now would move the checkpoint backwards and re-apply events later.
                 return 0
-            for rec in self.store.iter_records(
-                start, head, types=[MemoryRemembered.type_name, MemoryCurated.type_name]
-            ):
+            for rec in self.store.iter_records(start, head, types=_INDEXED):
                 event = decode(rec).event
                 if isinstance(event, MemoryRemembered):
                     self._insert(cur, event)
                     applied += 1
+                    if progress and applied % 1000 == 0:
+                        progress(applied)
                 elif isinstance(event, MemoryCurated) and event.archived:
                     self._remove(cur, event.archived)
-                if progress and applied % 1000 == 0:
-                    progress(applied)
             self._set_checkpoint(cur, head)
         return applied
 
@@ -150,8 +155,13 @@ class SearchIndex:
             )
 
     def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:
-        table = "memory_fts" if self.dialect == "sqlite" else "memory_index"
-        cur.executemany(self.store.sql(f"DELETE FROM {table} WHERE block_id = ?"), [(b,) for b in block_ids])
+        """Delete archived blocks in one statement (FTS5 cannot index ``block_id``: one scan, not one per id)."""
+        if self.dialect == "sqlite":
+            cur.execute(
+                "DELETE FROM memory_fts WHERE block_id IN (SELECT value FROM json_each(?))", (json.dumps(block_ids),)
+            )
+        else:
+            cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
 
     def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
         """Rank blocks against ``query``: any term may match, better matches first.

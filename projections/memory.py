@@ -10,6 +10,7 @@ did at that moment. (The SQL full-text index is built from the same events by ``
 from __future__ import annotations
 
 import datetime as _dt
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -121,8 +122,9 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
             position=rec.position,
         )
     if isinstance(e, MemoryCurated):
-        times = e.constitutional_reinforced.count(block_id) + e.reinforced.count(block_id)
-        archived_at = at if block_id in e.archived and view.archived_at is None else view.archived_at
+        archived, reinforced = _curate_index(e)
+        times = reinforced.get(block_id, 0)
+        archived_at = at if block_id in archived and view.archived_at is None else view.archived_at
         if times:
             return with_changes(
                 view,
@@ -141,6 +143,20 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
             position=rec.position,
         )
     return view
+
+
+_last_curate_index: tuple[MemoryCurated, frozenset[str], Counter[str]] | None = None
+
+
+def _curate_index(e: MemoryCurated) -> tuple[frozenset[str], Counter[str]]:
+    """The archived set and reinforcement counts of a curate event, built once per event, not once per block
+    (a curate at 100k blocks names tens of thousands)."""
+    global _last_curate_index
+    cached = _last_curate_index
+    if cached is None or cached[0] is not e:
+        cached = (e, frozenset(e.archived), Counter([*e.constitutional_reinforced, *e.reinforced]))
+        _last_curate_index = cached
+    return cached[1], cached[2]
 
 
 def evolve_edge(key: Pair, edge: EdgeView | None, rec: RecordedEvent) -> EdgeView | None:

@@ -745,7 +745,7 @@ def bench_replay(tmp: Path, sizes: Sizes, report: Report) -> None:
     assert sum(a.passes for a in agents) == counts["ComplianceStamped"]
     assert sum(a.fails for a in agents) == counts["ComplianceRefused"]
     assert len(runner.state(SESSIONS.name)) == counts["sessions"]
-    assert len(runner.state("blocks")) == counts["MemoryRemembered"]
+    assert len(runner.memory().blocks) == counts["MemoryRemembered"]
 
     # One-off breakdown of our replay, each step streamed on its own over all n events (streaming, like the
     # replay itself: a list of n decoded events would add garbage-collector time the replay never pays).

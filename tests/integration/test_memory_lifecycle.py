@@ -453,3 +453,26 @@ def test_replaying_the_log_gives_the_live_scores_and_archive_set(make_ledger: Le
     assert live_later.active_hours == pytest.approx(live.active_hours + 10 / 60)
     assert by_time.blocks == live_later.blocks != live.blocks
     assert {b.block_id for b in replayed.blocks if b.archived_at} == {b.block_id for b in live.blocks if b.archived_at}
+
+
+def test_the_search_index_drops_archived_blocks_incrementally_and_on_rebuild(
+    make_ledger: LedgerFactory, db_url: str
+) -> None:
+    with freeze_time(T0) as clock:
+        ledger = make_ledger(db_url)
+        kept = ledger.remember(ELF, "Kept: the gizmo ships in May.", ["self/value"]).block_id
+        gone = [ledger.remember(ELF, f"Gone {i}: the gizmo was late.", ["project/x"]).block_id for i in range(3)]
+        sid = ledger.clock_in(ELF, "dev").session_id
+        assert {h.block_id for h in ledger.search(ELF, sid, "gizmo").results} == {kept, *gone}
+        clock.tick(_dt.timedelta(hours=400))
+        ledger.clock_out(ELF, sid)
+        assert set(ledger.curate(ELF).archived_ids) == set(gone)
+        sid = ledger.clock_in(ELF, "dev").session_id
+        incremental = [h.block_id for h in ledger.search(ELF, sid, "gizmo").results]
+        checkpoint = ledger.index.checkpoint()
+        ledger.search(ELF, sid, "gizmo")  # nothing new for the index: the read path writes nothing
+        unmoved = ledger.index.checkpoint()
+        ledger.rebuild_index()
+        rebuilt = [h.block_id for h in ledger.search(ELF, sid, "gizmo").results]
+    assert incremental == rebuilt == [kept]
+    assert unmoved == checkpoint < ledger.store.head()[0]
