@@ -8,8 +8,9 @@ agent (``--agent``) and open a default session for it at start; over HTTP the ag
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -110,9 +111,23 @@ def _forbid_unknown_arguments(server: MCPServer) -> None:
         tool.parameters["additionalProperties"] = False
 
 
+@dataclass(frozen=True)
+class ToolContext:
+    """What a module that adds tools to the server needs: the service, and who is calling in which session."""
+
+    ledger: Ledger
+    actor: Callable[[Context], Actor]
+    session_of: Callable[[str | None], str]  # the given or default session; a tool error when there is none
+    optional_session: Callable[[str | None], str | None]  # the given or default session, else None
+
+
+Extension = Callable[[MCPServer, ToolContext], None]
+
+
 def build_mcp(
     ledger: Ledger,
     *,
+    extensions: Sequence[Extension] | None = None,
     agent: str | None = None,
     default_role: str = "agent",
     default_working_dir: str | None = None,
@@ -285,5 +300,12 @@ def build_mcp(
         """How to set up memory and run the cognitive loop."""
         return MEMORY_GUIDE
 
+    tools = ToolContext(ledger, actor, session_of, optional_session)
+    if extensions is None:
+        from api import brain, tasks  # they import this module for ToolContext
+
+        extensions = (brain.register_tools, tasks.register_tools)
+    for register in extensions:
+        register(mcp, tools)
     _forbid_unknown_arguments(mcp)
     return mcp

@@ -304,6 +304,10 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     ) -> Any:
         return ledger.compliance_report(agent, as_of=as_of, position=position)
 
+    from api import brain, tasks  # their routes use this module's Caller
+
+    app.include_router(tasks.router())
+    app.include_router(brain.router())
     return _with_mcp_endpoint(app, ledger, settings)
 
 
