@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from api.settings import Settings
 from ledger import clock as _clock
 from ledger import receipts
+from ledger.errors import InvalidInput
 from ledger.search_index import SearchIndex
 from ledger.service import Actor, Ledger, LedgerConfig
 from ledger.storage import SqlEventStore, make_engine
+from ledger.workflow import Workflow, WorkflowError, load_workflow
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,19 @@ def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) ->
             project_roots=tuple(settings.project_roots),
             context_paths=tuple(settings.context_paths),
             idle_timeout=settings.idle_timeout,
+            workflow=_workflow(settings),
         ),
         clock=clock,
     )
+
+
+def _workflow(settings: Settings) -> Workflow:
+    try:
+        return load_workflow(settings.workflow_file)
+    except WorkflowError as exc:
+        raise InvalidInput(
+            str(exc), "fix the workflow table, or unset LEDGER_WORKFLOW_FILE to use the default"
+        ) from exc
 
 
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:

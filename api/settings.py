@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
 def default_home() -> Path:
@@ -27,6 +30,11 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
     allowed_hosts: list[str] = Field(default_factory=list, description="extra Host headers accepted over HTTP")
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="browser origins allowed to call /mcp and /api/v1/ (JSON list in LEDGER_CORS_ORIGINS, e.g. "
+        '["https://claude.ai"]; ["*"] allows any); empty (default): CORS off',
+    )
     agent: str = Field("local", description="agent name for HTTP calls when no API keys exist")
     project_roots: list[str] = Field(
         default_factory=lambda: [str(Path.home())],
@@ -37,9 +45,23 @@ class Settings(BaseSettings):
         description="where PROJECT-CONTEXT.oct.md is looked for, relative to the working directory",
     )
     require_anchor: bool = Field(False, description="assert_compliance also requires a validated anchor")
+    workflow_file: Path | None = Field(
+        None, description="YAML workflow table replacing the default one (see docs/WORKFLOW.md)"
+    )
     idle_timeout_minutes: float = Field(
         30.0, gt=0, description="a session never clocked out stops counting as active this long after its last event"
     )
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _check_origins(cls, origins: list[str]) -> list[str]:
+        clean = []
+        for origin in origins:
+            value = origin.strip().rstrip("/")
+            if value != "*" and not _ORIGIN.match(value):
+                raise ValueError(f"CORS origin {origin!r} is not '*' or scheme://host[:port], e.g. https://claude.ai")
+            clean.append(value)
+        return clean
 
     @property
     def db_url(self) -> str:

@@ -166,6 +166,9 @@ class AgentReport(BaseModel):
     anchor_passes: int
     first_try_pass_rate: float | None
     lockouts: int
+    transitions: int = 0
+    transition_refusals: int = 0
+    refusal_reasons: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, a: AgentCompliance) -> AgentReport:
@@ -180,6 +183,9 @@ class AgentReport(BaseModel):
             anchor_passes=a.anchor_passes,
             first_try_pass_rate=a.first_try_pass_rate,
             lockouts=a.lockouts,
+            transitions=a.transitions,
+            transition_refusals=a.transition_refusals,
+            refusal_reasons=dict(a.refusal_codes),
         )
 
 
@@ -384,3 +390,41 @@ class MemoryStats(BaseModel):
     active_hours: float
     last_curate_active_hours: float | None
     next_auto_curate_at_active_hours: float
+
+
+# --- workflow tasks ----------------------------------------------------------------------------------------------
+
+
+class TaskInfo(BaseModel):
+    """A task as of a moment, with the transitions the table offers from its status."""
+
+    task_id: str
+    task_type: str
+    title: str
+    status: str
+    role: str
+    dna: dict[str, Any]
+    created_at: _dt.datetime
+    created_by: str | None
+    updated_at: _dt.datetime | None
+    blocked_from: str | None
+    transitions: int
+    refusals: int
+    position: int
+    next: list[str]
+
+
+class TransitionResult(BaseModel):
+    """``transitioned`` with the DNA evidence (field -> proving event position), or ``refused`` with reasons."""
+
+    status: Literal["transitioned", "refused"]
+    task: TaskInfo
+    from_status: str
+    to_status: str
+    acting_role: str
+    rule: str | None = None
+    evidence: dict[str, int] = Field(default_factory=dict)
+    cleared_dna: list[str] = Field(default_factory=list)
+    codes: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    position: int

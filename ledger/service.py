@@ -40,6 +40,7 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service_base import Actor, LedgerConfig, Source, check_agent
+from ledger.workflow_service import WorkflowCommands
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
@@ -52,7 +53,7 @@ LEDGER_STREAM = "ledger"
 
 
 @dataclass
-class Ledger(MemoryCommands):
+class Ledger(WorkflowCommands, MemoryCommands):
     """The service: every command of every front end goes through here."""
 
     def initialise(self) -> bool:

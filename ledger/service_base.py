@@ -19,6 +19,7 @@ from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore
+from ledger.workflow import Workflow, load_workflow
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT
 from projections.runner import COMPLIANCE, ProjectionRunner
@@ -49,9 +50,8 @@ class LedgerConfig:
     require_anchor: bool = False
     project_roots: tuple[str, ...] = ()
     context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
-    idle_timeout: _dt.timedelta = (
-        IDLE_TIMEOUT  # an open session stops counting as active this long after its last event
-    )
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
+    workflow: Workflow = field(default_factory=load_workflow)
 
 
 @dataclass

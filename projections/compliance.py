@@ -12,10 +12,21 @@ from ledger.events import (
     MemoryRecalled,
     MemorySearched,
     RecordedEvent,
+    TaskTransitioned,
+    TaskTransitionRefused,
 )
 from projections._copy import with_changes
 
-_COUNTED = (MemorySearched, MemoryRecalled, ComplianceStamped, ComplianceRefused, AnchorAttempted, AnchorLocked)
+_COUNTED = (
+    MemorySearched,
+    MemoryRecalled,
+    ComplianceStamped,
+    ComplianceRefused,
+    AnchorAttempted,
+    AnchorLocked,
+    TaskTransitioned,
+    TaskTransitionRefused,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +42,9 @@ class AgentCompliance:
     anchored_sessions: int = 0  # sessions with at least one anchor attempt
     first_try_passes: int = 0
     lockouts: int = 0
+    transitions: int = 0
+    transition_refusals: int = 0
+    refusal_codes: tuple[tuple[str, int], ...] = ()  # workflow refusal code -> count, sorted by code
 
     @property
     def stamp_requests(self) -> int:
@@ -72,4 +86,13 @@ def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance
         )
     if isinstance(e, AnchorLocked):
         return with_changes(state, lockouts=state.lockouts + 1)
+    if isinstance(e, TaskTransitioned):
+        return with_changes(state, transitions=state.transitions + 1)
+    if isinstance(e, TaskTransitionRefused):
+        codes = dict(state.refusal_codes)
+        for code in e.codes:
+            codes[code] = codes.get(code, 0) + 1
+        return with_changes(
+            state, transition_refusals=state.transition_refusals + 1, refusal_codes=tuple(sorted(codes.items()))
+        )
     return state

@@ -23,6 +23,7 @@ from ledger.events import (
     MemoryRemembered,
     MemorySearched,
     SessionStarted,
+    TaskTransitionRefused,
 )
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
@@ -80,6 +81,9 @@ def racer(barrier: Any, conn: multiprocessing.connection.Connection) -> None:
                     reply = (result.status, result.reason, result.receipt)
                 elif command == "remember":
                     reply = ledger.remember(RACER, args[0], ["race"]).status
+                elif command == "transition":
+                    task_id, to_status, session_id = args
+                    reply = ledger.task_transition(RACER, task_id, to_status, session_id).status
                 else:
                     raise ValueError(f"unknown command {command!r}")
             conn.send(("ok", reply))
@@ -186,5 +190,30 @@ def test_two_processes_remembering_the_same_content_create_exactly_one_block(
     sid = parent.clock_in(RACER, "dev").session_id
     hits = parent.search(RACER, sid, "racers remember note", limit=100).results
     assert len(hits) == len({h.block_id for h in hits}) == ROUNDS
+    assert parent.store.verify().ok
+    assert sum(racers.call("conflicts")) > 0
+
+
+def test_two_processes_racing_one_task_transition_produce_exactly_one_transition(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path, racers: Racers
+) -> None:
+    parent = make_ledger(db_url)
+    racers.open(tmp_path, db_url)
+    for round_no in range(ROUNDS):
+        task_id = f"race-{round_no}"
+        parent.task_create(RACER, task_id, f"Race task {round_no}", role="dev")
+        sid = parent.clock_in(RACER, "dev").session_id
+        parent.search(RACER, sid, "claim the task")  # the query comes after the task became claimable
+        parent.task_update_dna(RACER, task_id, {"memory_query_session": sid})
+
+        outcomes = racers.call("transition", task_id, "active", sid)
+
+        assert sorted(outcomes) == ["refused", "transitioned"], f"round {round_no}: {outcomes}"
+        stream = parent.store.load_stream(f"task:{task_id}").events
+        names = [r.event.type_name for r in stream]
+        assert names == ["TaskCreated", "TaskDnaUpdated", "TaskTransitioned", "TaskTransitionRefused"]
+        refused = stream[3].event
+        assert isinstance(refused, TaskTransitionRefused) and refused.codes == ["same_status"]
+        assert parent.task_get(task_id).status == "active"
     assert parent.store.verify().ok
     assert sum(racers.call("conflicts")) > 0
