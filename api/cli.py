@@ -23,7 +23,7 @@ from api.settings import Settings
 from ledger import project_context
 from ledger.canonical import parse_ts
 from ledger.errors import InvalidInput, LedgerError
-from ledger.results import BlockOut
+from ledger.results import BlockOut, TaskInfo
 from ledger.search_index import CHECKPOINT
 from ledger.service import Actor, Ledger
 
@@ -606,6 +606,146 @@ def memory_curate(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--j
     )
     for block_id in result.archived_ids:
         out.print(f"archived {block_id}")
+
+
+# --- tasks --------------------------------------------------------------------------------------------------------
+
+task_app = typer.Typer(help="Workflow tasks with DNA gates.", no_args_is_help=True)
+app.add_typer(task_app, name="task")
+AgentOption = Annotated[str, typer.Option("--agent", envvar="LEDGER_AGENT", help="the agent acting")]
+JSON_HINT = 'send a JSON object, e.g. {"blocked_reason": "waiting for the schema"}'
+
+
+def _json_arg(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(InvalidInput(f"{what} is not JSON: {exc.msg}", JSON_HINT)) from exc
+    if not isinstance(value, dict):
+        raise _fail(InvalidInput(f"{what} is not a JSON object", JSON_HINT))
+    return value
+
+
+def _print_task(task: TaskInfo) -> None:
+    line = f"{task.task_id} [{task.task_type}] {task.status} (role {task.role}) — {task.title}"
+    out.print(line, markup=False, soft_wrap=True)
+    for name, value in sorted(task.dna.items()):
+        out.print(f"  dna.{name} = {json.dumps(value, ensure_ascii=False)}", markup=False, soft_wrap=True)
+    out.print(f"  next: {', '.join(task.next) or 'none'}", markup=False, soft_wrap=True)
+
+
+def _show_task(task: TaskInfo, as_json: bool) -> None:
+    if as_json:
+        _print_json(task.model_dump(mode="json"))
+    else:
+        _print_task(task)
+
+
+@task_app.command("create")
+def task_create(
+    ctx: typer.Context,
+    task_id: Annotated[str, typer.Argument(help="a slug, e.g. memory-gate-42")],
+    title: Annotated[str, typer.Argument(help="one line")],
+    agent: AgentOption = "operator",
+    task_type: Annotated[str, typer.Option("--type", help="task | bug")] = "task",
+    role: Annotated[str, typer.Option(help="the role the task is assigned to")] = "dev",
+    status: Annotated[str, typer.Option(help="starting status")] = "ready",
+    dna: Annotated[str, typer.Option(help="initial DNA as a JSON object")] = "{}",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Create a task."""
+    fields = _json_arg(dna, "--dna")
+    with _ledger(ctx) as ledger:
+        task = ledger.task_create(
+            Actor(agent, "cli"), task_id, title, task_type=task_type, role=role, status=status, dna=fields
+        )
+    _show_task(task, as_json)
+
+
+@task_app.command("show")
+def task_show(
+    ctx: typer.Context,
+    task_id: str,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show a task (now or as of a time)."""
+    moment = _when(as_of)
+    with _ledger(ctx) as ledger:
+        task = ledger.task_get(task_id, as_of=moment)
+    _show_task(task, as_json)
+
+
+@task_app.command("list")
+def task_list(
+    ctx: typer.Context,
+    status: Annotated[str | None, typer.Option(help="only this status")] = None,
+    role: Annotated[str | None, typer.Option(help="only tasks assigned to this role")] = None,
+    task_type: Annotated[str | None, typer.Option("--type", help="task | bug")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List tasks."""
+    with _ledger(ctx) as ledger:
+        tasks = ledger.task_list(status=status, role=role, task_type=task_type)
+    if as_json:
+        _print_json([t.model_dump(mode="json") for t in tasks])
+        return
+    table = Table("task", "type", "status", "role", "title")
+    for t in tasks:
+        table.add_row(t.task_id, t.task_type, t.status, t.role, t.title)
+    out.print(table)
+
+
+@task_app.command("dna")
+def task_dna(
+    ctx: typer.Context,
+    task_id: str,
+    fields: Annotated[str, typer.Argument(help="JSON object of fields to set")] = "{}",
+    agent: AgentOption = "operator",
+    remove: Annotated[list[str] | None, typer.Option("--remove", help="a field to remove")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Set (and/or remove) DNA fields: the seed's `update-dna <slug> '<json>' <actor>`."""
+    changes = _json_arg(fields, "FIELDS")
+    with _ledger(ctx) as ledger:
+        task = ledger.task_update_dna(Actor(agent, "cli"), task_id, changes, remove or [])
+    _show_task(task, as_json)
+
+
+@task_app.command("transition")
+def task_transition(
+    ctx: typer.Context,
+    task_id: str,
+    to_status: Annotated[str, typer.Argument(help="target status, or 'restore'")],
+    role: Annotated[
+        str | None, typer.Argument(help="acting role (the seed's <actor>): a session is opened for it")
+    ] = None,
+    agent: AgentOption = "operator",
+    session: Annotated[str | None, typer.Option(help="act in this existing session (and its role)")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Move a task: the seed's `transition <slug> <to> <actor>`. Exit 1 when refused."""
+    if (role is None) == (session is None):
+        raise _fail(InvalidInput("give a ROLE or --session (one of them)", "e.g. `task transition t1 active dev`"))
+    # The operator at this terminal is a person, which is what acting in the human role requires.
+    who = Actor(agent, "cli", admin=agent == OPERATOR.agent)
+    with _ledger(ctx) as ledger:
+        sid = session or ledger.clock_in(who, role or "").session_id
+        try:
+            result = ledger.task_transition(who, task_id, to_status, sid)
+        finally:
+            if session is None:
+                ledger.clock_out(who, sid)
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    elif result.status == "transitioned":
+        out.print(f"{task_id}: {result.from_status} -> {result.to_status} ({result.rule})", markup=False)
+        _print_task(result.task)
+    else:
+        err.print(f"{task_id}: {result.from_status} -> {result.to_status} refused", markup=False)
+        for reason in result.reasons:
+            err.print(f"  - {reason}", markup=False, soft_wrap=True)
+    raise typer.Exit(0 if result.status == "transitioned" else 1)
 
 
 @app.command()
