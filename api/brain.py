@@ -1,17 +1,132 @@
-"""The brain API (seed 003 Layer B): MCP tools and REST routes."""
+"""The brain API (seed 003 Layer B): MCP tools and REST routes.
+
+Identity: over MCP the agent is the transport's (``--agent`` on stdio, the API key over HTTP), never a tool
+argument. Over REST the agent is the API key's once any key exists; a body ``agent_id`` that names someone
+else is ignored and reported (``trace.agent_id_ignored``). With no keys issued the server only binds to
+loopback and every caller is the person at this machine, so the body's ``agent_id`` is taken as the agent (the
+seed's behaviour), falling back to the configured local agent when it is omitted.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from mcp.server.mcpserver import MCPServer
+from typing import Annotated, Any
 
-from api.mcp_server import ToolContext
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.mcp_server import ToolContext, _ledger_call
+from api.rest import Caller
+from ledger import brain_service
+from ledger.brain import MIN_CONTRIBUTION_CHARS
+from ledger.brain_service import BrainAnswer, BrainHealth
+from ledger.errors import LedgerError
+from ledger.memory import MAX_CONTENT_CHARS
+from ledger.service import Actor, Ledger, check_agent
+
+_CONTEXT_HELP = "what you are working on: steers retrieval (recorded with the search)"
+_SESSION_HELP = (
+    "a session_id from an earlier answer (trace.session_id) to continue the conversation; "
+    "omitted: your default session over stdio, else a new session is opened"
+)
+
+
+class BrainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(
+        description=f"a question, or a declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters to "
+        f"store as a thought (at most {MAX_CONTENT_CHARS})"
+    )
+    agent_id: str | None = Field(
+        None, description="with API keys: ignored (the key names the agent); without: the agent (default: local)"
+    )
+    agent_name: str | None = Field(None, description="display name, echoed in the trace")
+    context: str | None = Field(None, description=_CONTEXT_HELP)
+    session_id: str | None = Field(None, description="continue this ledger session; omitted: a new one is opened")
 
 
 def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
-    """Add this module's tools to the MCP server."""
+    """Add ``query_brain`` and ``contribute_to_brain`` to the MCP server."""
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def query_brain(
+        ctx: Context,
+        prompt: Annotated[str, Field(description="a question or topic in natural language")],
+        context: Annotated[str | None, Field(description=_CONTEXT_HELP)] = None,
+        session_id: Annotated[str | None, Field(description=_SESSION_HELP)] = None,
+    ) -> BrainAnswer:
+        """Query the shared agent brain: related thoughts with their contributors (sources) and the
+        well-travelled ones (highways). The retrieval is recorded in your ledger session (trace.session_id, the
+        value for a task's memory_query_session). A declarative statement of more than 50 characters is also
+        stored as a thought (trace.thought_id)."""
+        who, sid = tools.actor(ctx), tools.optional_session(session_id)
+        return _ledger_call(lambda: brain_service.ask(tools.ledger, who, prompt, context=context, session_id=sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def contribute_to_brain(
+        ctx: Context,
+        prompt: Annotated[
+            str,
+            Field(
+                description=f"one declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters "
+                "(not a question or a follow-up)"
+            ),
+        ],
+        context: Annotated[str | None, Field(description=_CONTEXT_HELP)] = None,
+        session_id: Annotated[str | None, Field(description=_SESSION_HELP)] = None,
+    ) -> BrainAnswer:
+        """Contribute a learning to the shared agent brain as a thought; related thoughts are retrieved too.
+        trace.thought_id is the value for a task's memory_contribution_id (trace.contribution is 'duplicate'
+        when the statement was already there: nothing new is stored). A question, a follow-up or a prompt of
+        50 characters or fewer is refused."""
+        who, sid = tools.actor(ctx), tools.optional_session(session_id)
+        return _ledger_call(
+            lambda: brain_service.ask(tools.ledger, who, prompt, context=context, session_id=sid, contribute=True)
+        )
+
+
+def brain_actor(ledger: Ledger, caller: Actor, agent_id: str | None) -> tuple[Actor, bool]:
+    """The agent a REST brain call acts as, and whether the body's ``agent_id`` was ignored.
+
+    With API keys the key's agent wins; without (loopback dev mode) the body's ``agent_id`` is the agent.
+    """
+    if ledger.api_keys():
+        return caller, agent_id is not None and agent_id != caller.agent
+    if agent_id is None:
+        return caller, False
+    return Actor(check_agent(agent_id), "rest"), False
 
 
 def router() -> APIRouter:
-    """This module's REST routes (the service is ``request.app.state.ledger``; the caller is ``api.rest.Caller``)."""
-    return APIRouter()
+    """``POST /api/v1/memory`` and ``GET /api/v1/health``."""
+    routes = APIRouter(prefix="/api/v1", tags=["brain"])
+
+    @routes.post("/memory", response_model=BrainAnswer)
+    def memory(body: BrainRequest, request: Request, who: Caller) -> Any:
+        """Retrieve related thoughts; a declarative statement of more than 50 characters is also stored."""
+        ledger: Ledger = request.app.state.ledger
+        actor, ignored = brain_actor(ledger, who, body.agent_id)
+        answer = brain_service.ask(
+            ledger,
+            actor,
+            body.prompt,
+            context=body.context,
+            session_id=body.session_id,
+            agent_name=body.agent_name,
+        )
+        if ignored:
+            answer.trace.agent_id_ignored = True
+        return answer
+
+    @routes.get("/health", response_model=BrainHealth)
+    def health(request: Request) -> Any:
+        """Whether the brain can answer (its store is reachable)."""
+        try:
+            return brain_service.health(request.app.state.ledger)
+        except LedgerError as exc:
+            return JSONResponse(BrainHealth(status="unavailable", database=exc.message).model_dump(), status_code=503)
+
+    return routes

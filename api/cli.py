@@ -304,6 +304,13 @@ def serve(
         f"database {redact(report.database_url)}; "
         + (f"{len(keys)} API key(s) required" if keys else f"no API keys: callers act as {settings.agent!r}")
     )
+    if settings.cors_origins:
+        err.print(f"CORS allowed for /mcp and /api/v1/ from {', '.join(settings.cors_origins)}")
+        if not keys:
+            err.print(
+                "[bold]warning:[/bold] CORS without API keys lets any allowed web page in this machine's browser act "
+                f"as {settings.agent!r}; create a key with `compliance-ledger keys add --agent NAME`"
+            )
     uvicorn.run(build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning")
 
 

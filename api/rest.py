@@ -305,10 +305,14 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         return ledger.compliance_report(agent, as_of=as_of, position=position)
 
     from api import brain, tasks  # their routes use this module's Caller
+    from api.cors import ScopedCors
 
     app.include_router(tasks.router())
     app.include_router(brain.router())
-    return _with_mcp_endpoint(app, ledger, settings)
+    app = _with_mcp_endpoint(app, ledger, settings)
+    if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
+        app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]
+    return app
 
 
 def _archived(text: str | None) -> bool | None:

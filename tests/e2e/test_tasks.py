@@ -131,3 +131,26 @@ def test_the_cli_speaks_the_seeds_update_dna_and_transition_habits(make_ledger: 
     assert moved.exit_code == 0 and "ready -> active (ready->active:dev)" in moved.stdout
     assert '"status": "active"' in shown.stdout and "c-1" in listed.stdout
     assert bad_json.exit_code == 2 and "not JSON" in bad_json.stderr
+
+
+@pytest.mark.anyio
+async def test_the_brains_session_and_thought_ids_are_what_the_dna_gates_accept(make_ledger: LedgerFactory) -> None:
+    """Seed 003: query the brain, write its session into the DNA, claim; contribute, write the thought, hand on."""
+    ledger = make_ledger()
+    async with agent(ledger, "dev-bot", "dev") as (dev, dev_sid):
+        await call(dev, "task_create", {"task_id": "brainy", "title": "Use the brain", "role": "dev"})
+        asked = await call(dev, "query_brain", {"prompt": "how do we gate workflow transitions", "session_id": None})
+        brain_session = asked["trace"]["session_id"]
+        await call(dev, "task_update_dna", {"task_id": "brainy", "dna": {"memory_query_session": brain_session}})
+        claimed = await call(dev, "task_transition", {"task_id": "brainy", "to_status": "active", "session_id": dev_sid})
+        given = await call(
+            dev,
+            "contribute_to_brain",
+            {"prompt": "Workflow gates must check DNA against ledger events, never only that a field is set."},
+        )
+        thought = given["trace"]["thought_id"]
+        await call(dev, "task_update_dna", {"task_id": "brainy", "dna": {"memory_contribution_id": thought}})
+        handed = await call(dev, "task_transition", {"task_id": "brainy", "to_status": "review", "session_id": dev_sid})
+    assert claimed["status"] == "transitioned", claimed["reasons"]
+    assert handed["status"] == "transitioned", handed["reasons"]
+    assert handed["evidence"]["memory_contribution_id"] > claimed["position"]

@@ -1,0 +1,71 @@
+"""CORS for the MCP endpoint and the brain routes, off unless origins are configured (``LEDGER_CORS_ORIGINS``).
+
+Starlette's :class:`CORSMiddleware` decides, scoped to ``/mcp`` and ``/api/v1/``; every other route never
+answers a cross-origin browser. Two refinements for the seed's brain wrapper (AC-B6):
+
+* every ``OPTIONS`` on those paths is answered here with **204** and the CORS headers — a browser preflight
+  (a disallowed origin, method or header still gets Starlette's 400) and a bare ``curl -X OPTIONS`` alike;
+* a request from an allowed origin reaches the MCP transport without its ``Origin`` header: the transport's
+  own allow-list knows only loopback origins, and the operator has just allowed this one. Its ``Host`` check
+  (DNS-rebinding protection) still applies, and so do API keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+CORS_METHODS = ("GET", "POST", "DELETE", "OPTIONS")
+CORS_HEADERS = ("Content-Type", "mcp-session-id", "Authorization", "X-API-Key")
+CORS_EXPOSE = ("mcp-session-id",)
+
+
+def in_scope(path: str) -> bool:
+    """The paths CORS applies to: the MCP endpoint and the brain API."""
+    return path == "/mcp" or path.startswith(("/mcp/", "/api/v1/"))
+
+
+class ScopedCors:
+    """Starlette's CORS for :func:`in_scope` paths only, with 204 preflights (ASGI middleware)."""
+
+    def __init__(self, app: ASGIApp, origins: Sequence[str]) -> None:
+        self.app = app
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=list(origins),
+            allow_methods=CORS_METHODS,
+            allow_headers=CORS_HEADERS,
+            expose_headers=CORS_EXPOSE,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not in_scope(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if scope["method"] == "OPTIONS":
+            await self._preflight(headers, origin)(scope, receive, send)
+            return
+        if origin is not None and self.cors.is_allowed_origin(origin):
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"origin"]}
+        await self.cors.simple_response(scope, receive, send, request_headers=headers)
+
+    def _preflight(self, headers: Headers, origin: str | None) -> Response:
+        if origin is not None and "access-control-request-method" in headers:
+            decided = self.cors.preflight_response(request_headers=headers)
+            if decided.status_code != 200:
+                return decided  # 400 "Disallowed CORS origin|method|headers"
+            allowed = {k: v for k, v in decided.headers.items() if k not in ("content-length", "content-type")}
+            return Response(status_code=204, headers=allowed)
+        # Not a browser preflight (e.g. `curl -I -X OPTIONS`): say what the endpoint allows.
+        allowed = dict(self.cors.preflight_headers)
+        if origin is not None and self.cors.is_allowed_origin(origin):
+            allowed.setdefault("Access-Control-Allow-Origin", origin)
+        allowed["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSE)
+        allowed["Allow"] = ", ".join(CORS_METHODS)
+        return Response(status_code=204, headers=allowed)
