@@ -760,6 +760,13 @@ OPERATIONS: list[tuple[str, Callable[[Ledger], Any]]] = [
     ("compliance_report", lambda ledger: ledger.compliance_report()),
     ("session_state", lambda ledger: ledger.session_state(SID)),
     ("rebuild_index", lambda ledger: ledger.rebuild_index()),
+    ("recall", lambda ledger: ledger.recall(ALICE, "anything")),
+    ("curate", lambda ledger: ledger.curate(ALICE)),
+    ("outcome", lambda ledger: ledger.outcome(ALICE, ["blk_" + "a" * 24], 1.0)),
+    ("memory_blocks", lambda ledger: ledger.memory_blocks()),
+    ("task_create", lambda ledger: ledger.task_create(ALICE, "t-1", "A task")),
+    ("task_transition", lambda ledger: ledger.task_transition(ALICE, "t-1", "active", SID)),
+    ("task_get", lambda ledger: ledger.task_get("t-1")),
 ]
 
 
