@@ -142,7 +142,9 @@ async def test_the_brains_session_and_thought_ids_are_what_the_dna_gates_accept(
         asked = await call(dev, "query_brain", {"prompt": "how do we gate workflow transitions", "session_id": None})
         brain_session = asked["trace"]["session_id"]
         await call(dev, "task_update_dna", {"task_id": "brainy", "dna": {"memory_query_session": brain_session}})
-        claimed = await call(dev, "task_transition", {"task_id": "brainy", "to_status": "active", "session_id": dev_sid})
+        claimed = await call(
+            dev, "task_transition", {"task_id": "brainy", "to_status": "active", "session_id": dev_sid}
+        )
         given = await call(
             dev,
             "contribute_to_brain",
