@@ -198,7 +198,7 @@ class MemoryCommands(LedgerBase):
                     candidates = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
                 else:
                     similarity = None
-                    candidates = list(graph.live_blocks())
+                    candidates = list(graph.live_blocks(spec.tag_prefix))
                 candidates = [b for b in candidates if rc.in_frame(b, spec)]
                 ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
                 memory_version = graph.version

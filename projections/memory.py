@@ -198,6 +198,7 @@ class MemoryGraph:
         self.blocks: dict[str, BlockView] = {}
         self.edges: dict[Pair, EdgeView] = {}
         self.adjacent: dict[str, set[str]] = {}
+        self.by_tag: dict[str, set[str]] = {}  # tag -> ids of the blocks that carry it
         self.last_curate: CurateMark | None = None
         self.curates = 0
         self.position = 0
@@ -213,6 +214,9 @@ class MemoryGraph:
         for block_id in block_ids_of(rec):
             view = evolve_block(block_id, self.blocks.get(block_id), rec)
             if view is not None:
+                if block_id not in self.blocks:
+                    for tag in view.tags:
+                        self.by_tag.setdefault(tag, set()).add(block_id)
                 self.blocks[block_id] = view
         if isinstance(e, MemoryRecalled):
             for key in co_retrieved_pairs(e.block_ids):
@@ -250,9 +254,12 @@ class MemoryGraph:
                     if not neighbours:
                         del self.adjacent[x]
 
-    def live_blocks(self) -> Iterator[BlockView]:
-        """Blocks not archived."""
-        return (b for b in self.blocks.values() if b.archived_at is None)
+    def live_blocks(self, tag_prefix: str | None = None) -> Iterator[BlockView]:
+        """Blocks not archived; with ``tag_prefix`` (e.g. ``self/``) only those with a tag under it."""
+        if tag_prefix is None:
+            return (b for b in self.blocks.values() if b.archived_at is None)
+        ids = set().union(*(ids for tag, ids in self.by_tag.items() if tag.startswith(tag_prefix)))
+        return (b for b in (self.blocks[i] for i in sorted(ids)) if b.archived_at is None)
 
     def incident(self, block_id: str) -> Iterator[EdgeView]:
         for other in self.adjacent.get(block_id, ()):

@@ -13,6 +13,7 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory, StepTickTimeFactory
 
+from ledger import search_index
 from ledger.constitution import CONSTITUTION
 from ledger.errors import InvalidInput, NotFound
 from ledger.events import MemoryCurated, MemoryRecalled
@@ -455,9 +456,12 @@ def test_replaying_the_log_gives_the_live_scores_and_archive_set(make_ledger: Le
     assert {b.block_id for b in replayed.blocks if b.archived_at} == {b.block_id for b in live.blocks if b.archived_at}
 
 
+@pytest.mark.parametrize("optimize_after", [1, 1000])
 def test_the_search_index_drops_archived_blocks_incrementally_and_on_rebuild(
-    make_ledger: LedgerFactory, db_url: str
+    make_ledger: LedgerFactory, db_url: str, monkeypatch: pytest.MonkeyPatch, optimize_after: int
 ) -> None:
+    # With 1, the archive also runs FTS5's 'optimize' merge (done for large archives on SQLite).
+    monkeypatch.setattr(search_index, "OPTIMIZE_AFTER_REMOVALS", optimize_after)
     with freeze_time(T0) as clock:
         ledger = make_ledger(db_url)
         kept = ledger.remember(ELF, "Kept: the gizmo ships in May.", ["self/value"]).block_id
