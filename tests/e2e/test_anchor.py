@@ -6,7 +6,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +17,7 @@ from ledger.service import Actor, Ledger
 from tests.anchor_support import proof
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running
+from tests.mcp_support import call
 
 pytestmark = pytest.mark.anyio
 OPERATOR = Actor("operator", "cli", admin=True)
@@ -44,13 +44,6 @@ def stdio_server(make_ledger: LedgerFactory, url: str, tmp_path: Path, *args: st
         "LEDGER_PROJECT_ROOTS": json.dumps(roots),
     }
     return StdioServerParameters(command=sys.executable, args=["-m", "api", "mcp", *args], env=env)
-
-
-async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 async def test_clock_in_records_the_real_project_context(anchored_ledger: Ledger, project: Path) -> None:

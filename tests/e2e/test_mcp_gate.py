@@ -15,6 +15,7 @@ from mcp import Client, StdioServerParameters
 from api.mcp_server import build_mcp
 from ledger.gate import STAMP_ZERO
 from tests.conftest import LedgerFactory
+from tests.mcp_support import call
 
 pytestmark = pytest.mark.anyio
 
@@ -57,13 +58,6 @@ TRANSPORTS = {"in_memory": in_memory, "stdio": stdio}
 def connect(request: pytest.FixtureRequest, make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> Any:
     factory = TRANSPORTS[request.param]
     return lambda: factory(make_ledger, db_url, tmp_path)
-
-
-async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(tool, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 async def remember_all(client: Client) -> None:

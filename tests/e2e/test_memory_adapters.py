@@ -18,6 +18,7 @@ from ledger.memory import block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running, tool
+from tests.mcp_support import call
 from tests.memory_support import aged
 
 AGENT = "agent-a"
@@ -40,13 +41,6 @@ def anyio_backend() -> str:
 async def connected(ledger: Ledger) -> AsyncIterator[Client]:
     async with Client(build_mcp(ledger, agent=AGENT, open_default_session=True)) as client:
         yield client
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 # --- MCP ---------------------------------------------------------------------------------------------------------

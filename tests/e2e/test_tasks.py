@@ -18,6 +18,7 @@ from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running
+from tests.mcp_support import call
 
 
 @pytest.fixture
@@ -31,13 +32,6 @@ async def agent(ledger: Ledger, name: str, role: str) -> AsyncIterator[tuple[Cli
     async with Client(build_mcp(ledger, agent=name)) as client:
         session = await call(client, "clock_in", {"role": role})
         yield client, session["session_id"]
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 @pytest.mark.anyio
