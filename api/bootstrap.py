@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from api.settings import Settings
 from ledger import clock as _clock
 from ledger import receipts
+from ledger.enforcement import EnforcementConfigError, RuleSet, load_rules
 from ledger.errors import InvalidInput
 from ledger.search_index import SearchIndex
 from ledger.service import Actor, Ledger, LedgerConfig
@@ -37,6 +38,7 @@ def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) ->
             context_paths=tuple(settings.context_paths),
             idle_timeout=settings.idle_timeout,
             workflow=_workflow(settings),
+            enforcement_rules=_enforcement_rules(settings),
         ),
         clock=clock,
     )
@@ -49,6 +51,14 @@ def _workflow(settings: Settings) -> Workflow:
         raise InvalidInput(
             str(exc), "fix the workflow table, or unset LEDGER_WORKFLOW_FILE to use the default"
         ) from exc
+
+
+def _enforcement_rules(settings: Settings) -> RuleSet:
+    try:
+        return load_rules(settings.enforcement_rules_file)
+    except EnforcementConfigError as exc:
+        hint = "fix the rules file, or unset LEDGER_ENFORCEMENT_RULES_FILE to use the default"
+        raise InvalidInput(str(exc), hint) from exc
 
 
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:

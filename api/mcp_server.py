@@ -302,9 +302,9 @@ def build_mcp(
 
     tools = ToolContext(ledger, actor, session_of, optional_session)
     if extensions is None:
-        from api import brain, tasks  # they import this module for ToolContext
+        from api import brain, enforcement, tasks  # they import this module for ToolContext
 
-        extensions = (brain.register_tools, tasks.register_tools)
+        extensions = (brain.register_tools, tasks.register_tools, enforcement.register_tools)
     for register in extensions:
         register(mcp, tools)
     _forbid_unknown_arguments(mcp)

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     workflow_file: Path | None = Field(
         None, description="YAML workflow table replacing the default one (see docs/WORKFLOW.md)"
     )
+    enforcement_rules_file: Path | None = Field(
+        None, description="YAML parameter-enforcement rules replacing the default ones (see docs/ENFORCEMENT.md)"
+    )
     idle_timeout_minutes: float = Field(
         30.0, gt=0, description="a session never clocked out stops counting as active this long after its last event"
     )

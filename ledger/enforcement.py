@@ -136,6 +136,8 @@ from ledger.enforcement_schemas import (
 from ledger.enforcement_schemas import (
     validate as validate,
 )
+from projections.enforcement import AgentToolStats as AgentToolStats
+from projections.enforcement import evolve as evolve
 
 DEFAULT_RULES: Final = "enforcement_rules.yaml"
 
@@ -362,28 +364,6 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
 # --- progressive enforcement (seed 4.2) -----------------------------------------------------------------------
 
 DEFAULT_PROGRESSIVE: Final = Progressive()
-
-
-@dataclass(frozen=True, slots=True)
-class AgentToolStats:
-    """The fold of one (agent, tool, action)'s recorded checks (seed 4.2's AgentStats)."""
-
-    checks: int = 0
-    passed: int = 0
-    consecutive_failures: int = 0
-
-    @property
-    def compliance_rate(self) -> float | None:
-        return self.passed / self.checks if self.checks else None
-
-
-def evolve(stats: AgentToolStats, passed: bool) -> AgentToolStats:
-    """Fold one recorded check."""
-    return AgentToolStats(
-        checks=stats.checks + 1,
-        passed=stats.passed + int(passed),
-        consecutive_failures=0 if passed else stats.consecutive_failures + 1,
-    )
 
 
 def raise_level(level: EnforcementLevel) -> EnforcementLevel:

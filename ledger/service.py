@@ -16,6 +16,7 @@ from pathlib import Path
 from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
 from ledger.canonical import require_utf8
 from ledger.chain import StoredRecord
+from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound
 from ledger.events import (
     ApiKeyIssued,
@@ -40,7 +41,6 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service_base import Actor, LedgerConfig, Source, check_agent
-from ledger.workflow_service import WorkflowCommands
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
@@ -53,7 +53,7 @@ LEDGER_STREAM = "ledger"
 
 
 @dataclass
-class Ledger(WorkflowCommands, MemoryCommands):
+class Ledger(EnforcementCommands, MemoryCommands):
     """The service: every command of every front end goes through here."""
 
     def initialise(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from ledger import clock as _clock
 from ledger import project_context, receipts, sessions
+from ledger.enforcement import RuleSet, load_rules
 from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.search_index import SearchIndex
@@ -52,6 +53,7 @@ class LedgerConfig:
     context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
     workflow: Workflow = field(default_factory=load_workflow)
+    enforcement_rules: RuleSet = field(default_factory=load_rules)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ledger import memory, sessions
 from ledger import workflow as wf
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
+    DomainEvent,
     MemoryRecalled,
     MemoryRemembered,
     MemorySearched,
@@ -27,12 +28,12 @@ from ledger.events import (
     TaskDnaUpdated,
     TaskTransitioned,
 )
-from ledger.results import TaskInfo, TransitionResult
+from ledger.results import TaskInfo, TransitionResult, WorkReport
 from ledger.service_base import Actor, LedgerBase
 from projections import tasks as task_proj
 from projections.tasks import TaskView
 
-TASK_EVENT_TYPES = ("TaskCreated", "TaskDnaUpdated", "TaskTransitioned", "TaskTransitionRefused")
+TASK_EVENT_TYPES = ("TaskCreated", "TaskDnaUpdated", "TaskTransitioned", "TaskTransitionRefused", "TaskWorkRecorded")
 
 
 def stream_for(task_id: str) -> str:
@@ -69,6 +70,19 @@ class WorkflowCommands(LedgerBase):
             refusals=view.refusals,
             position=view.position,
             next=wf.allowed_from(self.config.workflow, view),
+            work=[
+                WorkReport(
+                    tool=w.tool,
+                    action=w.action,
+                    subtask_id=w.subtask_id,
+                    params=dict(w.params),
+                    agent=w.agent,
+                    recorded_at=w.recorded_at,
+                    position=w.position,
+                )
+                for w in view.work
+            ],
+            subtasks=dict(view.subtasks),
         )
 
     def task_get(self, task_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None) -> TaskInfo:
@@ -161,8 +175,19 @@ class WorkflowCommands(LedgerBase):
 
         return self._retrying(attempt)
 
-    def task_transition(self, actor: Actor, task_id: str, to_status: str, session_id: str) -> TransitionResult:
-        """Move a task under the table, acting in the role of the caller's session; a refusal is recorded too."""
+    def task_transition(
+        self,
+        actor: Actor,
+        task_id: str,
+        to_status: str,
+        session_id: str,
+        *,
+        with_events: Sequence[DomainEvent] = (),
+    ) -> TransitionResult:
+        """Move a task under the table, acting in the role of the caller's session; a refusal is recorded too.
+
+        ``with_events`` are appended with the transition, atomically, only when it is made (e.g. the completion
+        report of ``manage_task(action="complete")``)."""
         flow = self.config.workflow
         if not isinstance(to_status, str) or (to_status not in flow.statuses and to_status != wf.RESTORE):
             raise InvalidInput(
@@ -181,8 +206,12 @@ class WorkflowCommands(LedgerBase):
                 if task.dna.get(name) not in (None, "")
             }
             event = wf.decide_transition(flow, task, to_status, session.role, admin=actor.admin, proofs=proofs)
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, session_id))
-            after = task_proj.evolve(task, rec)
+            events = [event, *with_events] if isinstance(event, TaskTransitioned) else [event]
+            recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
+            rec = recorded[0]
+            after: TaskView | None = task
+            for r in recorded:
+                after = task_proj.evolve(after, r)
             assert after is not None
             if isinstance(event, TaskTransitioned):
                 return TransitionResult(

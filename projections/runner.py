@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.events import RecordedEvent
-from projections import active_hours, compliance, memory, sessions
+from projections import active_hours, compliance, enforcement, memory, sessions
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ COMPLIANCE = Projection("compliance", compliance.compliance_key, compliance.evol
 MEMORY = AggregateProjection(memory.MemoryGraph.name, memory.MemoryGraph)
 # Per-session activity spans; their union is the ledger's active hours (the clock memory decay runs on).
 ACTIVE_TIME = Projection(active_hours.ACTIVE_TIME, sessions.session_key, active_hours.evolve_span)
-ALL: tuple[Projection | AggregateProjection, ...] = (SESSIONS, COMPLIANCE, MEMORY, ACTIVE_TIME)
+# Recorded parameter checks per (agent, tool, action): progressive enforcement levels.
+ENFORCEMENT = Projection("enforcement", enforcement.stats_key, enforcement.evolve_checked)
+ALL: tuple[Projection | AggregateProjection, ...] = (SESSIONS, COMPLIANCE, MEMORY, ACTIVE_TIME, ENFORCEMENT)
 
 
 class ProjectionRunner:

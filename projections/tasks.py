@@ -8,10 +8,30 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ledger.events import RecordedEvent, TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
+from ledger.events import (
+    RecordedEvent,
+    TaskCreated,
+    TaskDnaUpdated,
+    TaskTransitioned,
+    TaskTransitionRefused,
+    TaskWorkRecorded,
+)
 from projections._copy import with_changes
 
 STREAM_PREFIX = "task:"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkEntry:
+    """One report of work on the task (or a subtask) with the parameters as given."""
+
+    tool: str
+    action: str
+    subtask_id: str | None
+    params: Mapping[str, Any]
+    agent: str | None
+    recorded_at: _dt.datetime
+    position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +53,8 @@ class TaskView:
     version: int = 0
     position: int = 0
     updated_at: _dt.datetime | None = None
+    work: tuple[WorkEntry, ...] = ()  # reported through manage_task / manage_context / manage_subtask
+    subtasks: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # subtask id -> status
 
     def entered_position(self, status: str) -> int:
         """The position at which the task last entered ``status`` (0 if it never did)."""
@@ -79,6 +101,15 @@ def evolve(view: TaskView | None, rec: RecordedEvent) -> TaskView | None:
             transitions=view.transitions + 1,
             **common,
         )
+    if isinstance(e, TaskWorkRecorded):
+        entry = WorkEntry(
+            e.tool, e.action, e.subtask_id, MappingProxyType(dict(e.params)), rec.agent, rec.recorded_at, rec.position
+        )
+        subtasks = view.subtasks
+        if e.tool == "manage_subtask" and e.subtask_id is not None:
+            status = {"create": "open", "complete": "complete"}.get(e.action, subtasks.get(e.subtask_id, "open"))
+            subtasks = MappingProxyType({**subtasks, e.subtask_id: status})
+        return with_changes(view, work=(*view.work, entry), subtasks=subtasks, **common)
     if isinstance(e, TaskTransitionRefused):
         return with_changes(view, refusals=view.refusals + 1, **common)
     return view

@@ -75,6 +75,22 @@ SAMPLES: list[ev.DomainEvent] = [
         cleared_dna=[],
         evidence={"memory_query_session": 12},
     ),
+    ev.ParameterChecked(
+        tool="manage_task",
+        action="complete",
+        base_level="strict",
+        level="strict",
+        outcome="blocked",
+        passed=False,
+        allowed=False,
+        missing=["completion_summary"],
+        invalid={"files_created": "files_created: '../x' climbs out of the project"},
+        task_id="t-1",
+        session_id="ses_1",
+    ),
+    ev.TaskWorkRecorded(
+        task_id="t-1", tool="manage_task", action="update", params={"work_notes": "Wrote the parser.", "n": [1]}
+    ),
     ev.TaskTransitionRefused(
         task_id="t-1",
         from_status="active",

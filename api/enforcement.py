@@ -1,0 +1,135 @@
+"""Managed task tools with parameter enforcement (seed 004): MCP tools over ``EnforcementCommands``.
+
+Each tool passes only the arguments the caller gave, so the enforcement layer sees exactly the call that was
+made; a blocked call is a normal result with ``success: false`` and everything needed to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+
+from api.mcp_server import ToolContext, _ledger_call
+from ledger.results import ManagedResult
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
+    """Add manage_task, manage_context and manage_subtask to the MCP server."""
+    ledger = tools.ledger
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def manage_task(
+        ctx: Context,
+        action: Literal["create", "update", "complete"],
+        task_id: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        task_type: str | None = None,
+        role: str | None = None,
+        status: str | None = None,
+        dna: dict[str, Any] | None = None,
+        work_notes: str | None = None,
+        progress_made: str | None = None,
+        files_modified: list[str] | None = None,
+        blockers: list[str] | None = None,
+        completion_summary: str | None = None,
+        testing_notes: str | None = None,
+        files_created: list[str] | None = None,
+        patterns_identified: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> ManagedResult:
+        """Create a task, report an update (work_notes, progress_made, files_modified), or complete it
+        (completion_summary, testing_notes, files_created; a workflow transition in your session's role).
+        Say what you did: calls without it are answered with a hint, an example and a corrected call."""
+        who, sid = tools.actor(ctx), tools.optional_session(session_id)
+        params = _given(
+            task_id=task_id,
+            title=title,
+            description=description,
+            task_type=task_type,
+            role=role,
+            status=status,
+            dna=dna,
+            work_notes=work_notes,
+            progress_made=progress_made,
+            files_modified=files_modified,
+            blockers=blockers,
+            completion_summary=completion_summary,
+            testing_notes=testing_notes,
+            files_created=files_created,
+            patterns_identified=patterns_identified,
+        )
+        return _ledger_call(lambda: ledger.manage_task(who, action, params, sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def manage_context(
+        ctx: Context,
+        action: Literal["update", "add_insight", "add_progress"],
+        task_id: str | None = None,
+        data: dict[str, Any] | None = None,
+        propagate_changes: bool | None = None,
+        insight: str | None = None,
+        category: str | None = None,
+        importance: str | None = None,
+        progress_made: str | None = None,
+        next_steps: str | None = None,
+        percent_complete: int | None = None,
+        session_id: str | None = None,
+    ) -> ManagedResult:
+        """Update a task's context (data), add an insight (insight, category, importance) or a progress note
+        (progress_made, next_steps, percent_complete)."""
+        who, sid = tools.actor(ctx), tools.optional_session(session_id)
+        params = _given(
+            task_id=task_id,
+            data=data,
+            propagate_changes=propagate_changes,
+            insight=insight,
+            category=category,
+            importance=importance,
+            progress_made=progress_made,
+            next_steps=next_steps,
+            percent_complete=percent_complete,
+        )
+        return _ledger_call(lambda: ledger.manage_context(who, action, params, sid))
+
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    def manage_subtask(
+        ctx: Context,
+        action: Literal["create", "update", "complete"],
+        task_id: str | None = None,
+        subtask_id: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        work_notes: str | None = None,
+        progress_made: str | None = None,
+        files_modified: list[str] | None = None,
+        blockers: list[str] | None = None,
+        completion_summary: str | None = None,
+        testing_notes: str | None = None,
+        files_created: list[str] | None = None,
+        patterns_identified: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> ManagedResult:
+        """Create a subtask of a task, report an update on it, or complete it (same reporting as manage_task)."""
+        who, sid = tools.actor(ctx), tools.optional_session(session_id)
+        params = _given(
+            task_id=task_id,
+            subtask_id=subtask_id,
+            title=title,
+            description=description,
+            work_notes=work_notes,
+            progress_made=progress_made,
+            files_modified=files_modified,
+            blockers=blockers,
+            completion_summary=completion_summary,
+            testing_notes=testing_notes,
+            files_created=files_created,
+            patterns_identified=patterns_identified,
+        )
+        return _ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
