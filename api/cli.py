@@ -15,13 +15,14 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from api.bootstrap import initialise, open_ledger, redact
 from api.render import event_dict
 from api.settings import Settings
 from ledger import project_context
 from ledger.canonical import parse_ts
+from ledger.enforcement_report import enforcement_report
 from ledger.errors import InvalidInput, LedgerError
 from ledger.results import BlockOut, TaskInfo
 from ledger.search_index import CHECKPOINT
@@ -484,6 +485,71 @@ def report_compliance(
         return
     out.print(f"compliance at position {report.position}")
     _print_compliance(report.agents)
+
+
+def _pct(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate:.0%}"
+
+
+def _params(counts: list[Any]) -> str:
+    return ", ".join(f"{c.parameter} ({c.count})" for c in counts) or "—"
+
+
+@report_app.command("enforcement")
+def report_enforcement(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option(help="only this agent's checks")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay the checks recorded by then")] = None,
+    position: Annotated[int | None, typer.Option()] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
+    with _ledger(ctx) as ledger:
+        report = enforcement_report(ledger, agent, as_of=_when(as_of), position=position)
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+        return
+    t = report.totals
+    out.print(f"enforcement at position {report.position}: {t.checks} checks, {_pct(t.compliance_rate)} compliant")
+    out.print(f"blocked {t.blocked}, warned {t.warned}, recorded {t.recorded}, bypassed {t.bypassed}")
+
+    def where() -> Column:
+        return Column("tool.action", no_wrap=True)
+
+    tools = Table(
+        where(),
+        "checks",
+        "compliant",
+        "blocked",
+        "warned",
+        Column("most missing", overflow="fold"),
+        title="by tool/action",
+    )
+    for r in report.by_tool:
+        row = (str(r.checks), _pct(r.compliance_rate), str(r.blocked), str(r.warned), _params(r.most_missing))
+        tools.add_row(f"{r.tool}.{r.action}", *row)
+    agents = Table("agent", where(), "checks", "compliant", "level now (base)", title="by agent")
+    for a in report.by_agent:
+        for lv in a.tools:
+            level = f"{lv.current_level.value} ({lv.base_level.value})"
+            agents.add_row(a.agent, f"{lv.tool}.{lv.action}", str(lv.checks), _pct(lv.compliance_rate), level)
+    out.print(tools, agents)
+    if not report.problem_areas:
+        out.print(f"no problem areas (compliance below {report.problem_threshold:.0%})")
+        return
+    problems = Table(
+        "agent",
+        where(),
+        "compliant",
+        "checks",
+        "failed",
+        Column("common missing", overflow="fold"),
+        title="problem areas",
+    )
+    for p in report.problem_areas:
+        counts = (_pct(p.compliance_rate), str(p.checks), str(p.failed), _params(p.common_missing))
+        problems.add_row(p.agent or "(all)", f"{p.tool}.{p.action}", *counts)
+    out.print(problems)
 
 
 # --- memory ---------------------------------------------------------------------------------------------

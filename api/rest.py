@@ -304,10 +304,11 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     ) -> Any:
         return ledger.compliance_report(agent, as_of=as_of, position=position)
 
-    from api import brain, tasks  # their routes use this module's Caller
+    from api import brain, metrics, tasks  # their routes use this module's Caller
     from api.cors import ScopedCors
 
     app.include_router(tasks.router())
+    app.include_router(metrics.router(ledger))  # /metrics (its own registry) and /reports/enforcement
     app.include_router(brain.router())
     app = _with_mcp_endpoint(app, ledger, settings)
     if settings.cors_origins:  # off by default; outermost, so preflights never need an API key

@@ -1286,12 +1286,16 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
-        # Keep the sections other bench scripts own (scripts/bench_anchor.py's, scripts/bench_memory.py's) at the
-        # end of the file: everything from the first of them on.
+        # Keep the sections other bench scripts own (bench_anchor.py's, bench_memory.py's, bench_enforcement.py's)
+        # at the end of the file: everything from the first of them on.
         kept = ""
         if output.exists():
             previous = output.read_text(encoding="utf-8")
-            markers = ("\n## Odyssean Anchor validation", "\n## Memory (scripts/bench_memory.py)")
+            markers = (
+                "\n## Odyssean Anchor validation",
+                "\n## Memory (scripts/bench_memory.py)",
+                "\n## Parameter enforcement (scripts/bench_enforcement.py)",
+            )
             found = [previous.index(m) for m in markers if m in previous]
             if found:
                 kept = previous[min(found) :]
