@@ -14,9 +14,13 @@ from mcp.types import ToolAnnotations
 from api.mcp_server import ToolContext, _ledger_call
 from ledger.results import ManagedResult
 
+# locals() of a tool also holds the closure variables it uses (tools, ledger).
+_NOT_PARAMS = frozenset({"ctx", "action", "session_id", "tools", "ledger"})
 
-def _given(**kwargs: Any) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if v is not None}
+
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The parameters the caller gave (the tool's arguments less context, action, session and omitted ones)."""
+    return {k: v for k, v in arguments.items() if k not in _NOT_PARAMS and v is not None}
 
 
 def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
@@ -47,24 +51,8 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         """Create a task, report an update (work_notes, progress_made, files_modified), or complete it
         (completion_summary, testing_notes, files_created; a workflow transition in your session's role).
         Say what you did: calls without it are answered with a hint, an example and a corrected call."""
+        params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        params = _given(
-            task_id=task_id,
-            title=title,
-            description=description,
-            task_type=task_type,
-            role=role,
-            status=status,
-            dna=dna,
-            work_notes=work_notes,
-            progress_made=progress_made,
-            files_modified=files_modified,
-            blockers=blockers,
-            completion_summary=completion_summary,
-            testing_notes=testing_notes,
-            files_created=files_created,
-            patterns_identified=patterns_identified,
-        )
         return _ledger_call(lambda: ledger.manage_task(who, action, params, sid))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
@@ -84,18 +72,8 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
     ) -> ManagedResult:
         """Update a task's context (data), add an insight (insight, category, importance) or a progress note
         (progress_made, next_steps, percent_complete)."""
+        params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        params = _given(
-            task_id=task_id,
-            data=data,
-            propagate_changes=propagate_changes,
-            insight=insight,
-            category=category,
-            importance=importance,
-            progress_made=progress_made,
-            next_steps=next_steps,
-            percent_complete=percent_complete,
-        )
         return _ledger_call(lambda: ledger.manage_context(who, action, params, sid))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
@@ -117,19 +95,6 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         session_id: str | None = None,
     ) -> ManagedResult:
         """Create a subtask of a task, report an update on it, or complete it (same reporting as manage_task)."""
+        params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        params = _given(
-            task_id=task_id,
-            subtask_id=subtask_id,
-            title=title,
-            description=description,
-            work_notes=work_notes,
-            progress_made=progress_made,
-            files_modified=files_modified,
-            blockers=blockers,
-            completion_summary=completion_summary,
-            testing_notes=testing_notes,
-            files_created=files_created,
-            patterns_identified=patterns_identified,
-        )
         return _ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
