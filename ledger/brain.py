@@ -15,7 +15,7 @@ from typing import Literal
 
 from ledger.canonical import require_utf8
 from ledger.errors import InvalidInput
-from ledger.memory import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
+from ledger.memory import MAX_QUERY_CHARS, check_text
 
 MIN_CONTRIBUTION_CHARS = 50  # a thought must be longer than this
 MAX_CONTEXT_CHARS = 2_000
@@ -167,15 +167,12 @@ def contribution_refusal(classification: Classification) -> InvalidInput:
 
 
 def check_prompt(prompt: str) -> str:
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidInput("prompt is empty", "send a question or a declarative statement as 'prompt'")
-    require_utf8(prompt, "prompt")
-    if len(prompt) > MAX_CONTENT_CHARS:
-        raise InvalidInput(
-            f"prompt is {len(prompt)} characters; the limit is {MAX_CONTENT_CHARS}",
-            "send one thought or question at a time",
-        )
-    return prompt.strip()
+    return check_text(
+        prompt,
+        "prompt",
+        empty_hint="send a question or a declarative statement as 'prompt'",
+        too_long_hint="send one thought or question at a time",
+    )
 
 
 def check_context(context: str | None) -> str | None:

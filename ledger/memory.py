@@ -35,16 +35,23 @@ def stream_for(block_id: str) -> str:
     return f"block:{block_id}"
 
 
+def check_text(value: str, name: str, *, empty_hint: str, too_long_hint: str, limit: int = MAX_CONTENT_CHARS) -> str:
+    """A non-empty UTF-8 text of at most ``limit`` characters, stripped; errors name the field."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} is empty", empty_hint)
+    require_utf8(value, name)
+    if len(value) > limit:
+        raise InvalidInput(f"{name} is {len(value)} characters; the limit is {limit}", too_long_hint)
+    return value.strip()
+
+
 def check_content(content: str) -> str:
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInput("content is empty", "send the memory as a non-empty text")
-    require_utf8(content, "content")
-    if len(content) > MAX_CONTENT_CHARS:
-        raise InvalidInput(
-            f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}",
-            "split it into smaller memories",
-        )
-    return content.strip()
+    return check_text(
+        content,
+        "content",
+        empty_hint="send the memory as a non-empty text",
+        too_long_hint="split it into smaller memories",
+    )
 
 
 def check_tags(tags: list[str] | None) -> list[str]:
