@@ -324,7 +324,7 @@ def verify(ctx: typer.Context) -> None:
     with _ledger(ctx) as ledger:
         head, _ = ledger.store.head()
         with _progress("verifying", head) as tick:
-            report = ledger.store.verify(progress=tick)
+            report = ledger.verify(progress=tick)
     if report.ok:
         out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
         return

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
 from ledger.canonical import require_utf8
-from ledger.chain import StoredRecord
+from ledger.chain import ChainReport, StoredRecord
 from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound
 from ledger.events import (
@@ -79,6 +79,17 @@ class Ledger(EnforcementCommands, MemoryCommands):
         except ConcurrencyError:
             return False
         return True
+
+    def verify(self, progress: Callable[[int], None] | None = None) -> ChainReport:
+        """Recompute the chain (see :meth:`SqlEventStore.verify`) of a ledger that must begin with its
+        ``LedgerInitialised`` event: a log rebuilt without it, or emptied, is not this ledger's log."""
+        first = self.store.get(1)
+        if first is None or first.type != LedgerInitialised.type_name:
+            found = "nothing (the table is empty)" if first is None else f"a {first.type} event"
+            return ChainReport(
+                False, 0, 0, 1, f"position 1 holds {found}, not the ledger's LedgerInitialised: the log was replaced"
+            )
+        return self.store.verify(progress)
 
     def bound_key_id(self) -> str | None:
         """The fingerprint of the receipt key recorded by ``LedgerInitialised`` (None before ``init``)."""

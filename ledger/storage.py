@@ -73,10 +73,13 @@ class EventRow(SQLModel, table=True):
 _COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
 
 _VERSION_AND_HEAD = (
-    "SELECT COALESCE((SELECT MAX(version) FROM events WHERE stream = ?), 0), head.position, head.hash, "
-    "head.recorded_at FROM (SELECT 1 AS one) AS anchor LEFT JOIN "
-    "(SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1) AS head ON anchor.one = 1"
+    "SELECT COALESCE((SELECT MAX(version) FROM events WHERE stream = ? AND position >= 1), 0), head.position, "
+    "head.hash, head.recorded_at FROM (SELECT 1 AS one) AS anchor LEFT JOIN "
+    "(SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head "
+    "ON anchor.one = 1"
 )
+
+_CHAIN_MESSAGE = "events is a hash chain: a new row must extend it (position = head + 1, prev_hash = head hash)"
 
 _TRIGGERS = {
     "sqlite": [
@@ -84,6 +87,13 @@ _TRIGGERS = {
            BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END""",
         """CREATE TRIGGER IF NOT EXISTS events_reject_delete BEFORE DELETE ON events
            BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE rejected'); END""",
+        # Both lookups are primary-key probes. The previous row is position - 1 once the position is head + 1.
+        f"""CREATE TRIGGER IF NOT EXISTS events_require_chain BEFORE INSERT ON events
+           BEGIN SELECT RAISE(ABORT, '{_CHAIN_MESSAGE}')
+           WHERE NEW.position IS NOT (SELECT COALESCE(MAX(position), 0) + 1 FROM events WHERE position >= 1)
+              OR NEW.prev_hash IS NOT COALESCE(
+                   (SELECT hash FROM events WHERE position = NEW.position - 1 AND position >= 1), '{GENESIS_HASH}');
+           END""",
     ],
     "postgresql": [
         """CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -94,6 +104,22 @@ _TRIGGERS = {
         "DROP TRIGGER IF EXISTS events_reject_truncate ON events",
         """CREATE TRIGGER events_reject_truncate BEFORE TRUNCATE ON events
            FOR EACH STATEMENT EXECUTE FUNCTION events_reject_change()""",
+        # search_path is pinned to the schema the ledger was created in, so ``events`` is always this table.
+        f"""CREATE OR REPLACE FUNCTION events_require_chain() RETURNS trigger LANGUAGE plpgsql
+           SET search_path FROM CURRENT AS $$
+           DECLARE head_position bigint; head_hash text;
+           BEGIN
+             SELECT position, hash INTO head_position, head_hash FROM events WHERE position >= 1
+               ORDER BY position DESC LIMIT 1;
+             IF NOT FOUND THEN head_position := 0; head_hash := '{GENESIS_HASH}'; END IF;
+             IF NEW.position IS DISTINCT FROM head_position + 1 OR NEW.prev_hash IS DISTINCT FROM head_hash THEN
+               RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation', MESSAGE = '{_CHAIN_MESSAGE}';
+             END IF;
+             RETURN NEW;
+           END $$""",
+        "DROP TRIGGER IF EXISTS events_require_chain ON events",
+        """CREATE TRIGGER events_require_chain BEFORE INSERT ON events
+           FOR EACH ROW EXECUTE FUNCTION events_require_chain()""",
     ],
 }
 
@@ -271,9 +297,11 @@ class SqlEventStore:
     # --- reading --------------------------------------------------------------------------------------
 
     def _select(
-        self, where: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
+        self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
     ) -> list[StoredRecord]:
-        text = f"SELECT {_COLUMNS} FROM events {where} ORDER BY {order}"
+        # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
+        text = f"SELECT {_COLUMNS} FROM events WHERE position >= 1{' AND ' + conditions if conditions else ''}"
+        text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
@@ -292,25 +320,28 @@ class SqlEventStore:
 
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
         """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
-        records = self._select("WHERE stream = ? AND version > ?", (stream, after_version), order="version")
+        records = self._select("stream = ? AND version > ?", (stream, after_version), order="version")
         events = [decode(r) for r in records]
         return StreamState(stream, events[-1].version if events else after_version, events)
 
     def get(self, position: int) -> StoredRecord | None:
-        rows = self._select("WHERE position = ?", (position,))
+        rows = self._select("position = ?", (position,))
         return rows[0] if rows else None
 
     def head(self) -> tuple[int, str]:
         """Return the last position and its hash (``0`` and the genesis hash for an empty ledger)."""
         with translate_errors(self.dialect), self.engine.connect() as conn:
-            row = conn.exec_driver_sql("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1").fetchone()
+            row = conn.exec_driver_sql(
+                "SELECT position, hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
+            ).fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
 
     def position_as_of(self, as_of: _dt.datetime) -> int:
         """The last position recorded at or before ``as_of`` (0 if none)."""
         with translate_errors(self.dialect), self.engine.connect() as conn:
             row = conn.exec_driver_sql(
-                self.sql("SELECT MAX(position) FROM events WHERE recorded_at <= ?"), (format_ts(as_of),)
+                self.sql("SELECT MAX(position) FROM events WHERE position >= 1 AND recorded_at <= ?"),
+                (format_ts(as_of),),
             ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
@@ -336,7 +367,7 @@ class SqlEventStore:
             if types:
                 clauses.append(f"type IN ({', '.join('?' for _ in types)})")
                 params.extend(types)
-            page = self._select("WHERE " + " AND ".join(clauses), params, limit=batch_size)
+            page = self._select(" AND ".join(clauses), params, limit=batch_size)
             yield from page
             if len(page) < batch_size:
                 return
@@ -348,8 +379,20 @@ class SqlEventStore:
             yield decode(rec)
 
     def verify(self, progress: Callable[[int], None] | None = None, batch_size: int = 5000) -> ChainReport:
-        """Recompute the whole hash chain; report the first position where it breaks."""
+        """Recompute the whole hash chain; report the first position where it breaks.
+
+        Besides each link, the table must hold exactly the positions 1..head: a row outside them (forced in
+        behind the triggers) is reported even though no read ever obeys it.
+        """
         head, _ = self.head()
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            outside, rows = conn.exec_driver_sql(
+                self.sql("SELECT MIN(position), COUNT(*) FROM events WHERE position <= ?"), (head,)
+            ).one()
+        if outside is not None and outside < 1:
+            return ChainReport(
+                False, 0, 0, int(outside), f"a row at position {outside} lies outside 1..{head}: it is off the chain"
+            )
 
         def records() -> Iterator[StoredRecord]:
             # Up to the head read above: events appended while verify runs are not part of this check.
@@ -368,5 +411,9 @@ class SqlEventStore:
                 report.head_position,
                 report.head_position + 1,
                 "the chain ends before the table's last position",
+            )
+        if report.ok and rows != head:
+            return ChainReport(
+                False, report.checked, head, None, f"the table holds {rows} rows for the positions 1..{head}"
             )
         return report
