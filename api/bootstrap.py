@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from api.settings import Settings
 from ledger import clock as _clock
-from ledger import receipts
+from ledger import receipts, signing
 from ledger.enforcement import EnforcementConfigError, RuleSet, load_rules
 from ledger.errors import InvalidInput
 from ledger.search_index import SearchIndex
@@ -23,14 +23,19 @@ class InitReport:
     key_path: str
     key_created: bool
     ledger_created: bool
+    signing_key_path: str
+    signing_key_created: bool
 
 
-def _build(settings: Settings, key: receipts.ReceiptKey, clock: _clock.Clock) -> Ledger:
+def _build(
+    settings: Settings, key: receipts.ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock
+) -> Ledger:
     store = SqlEventStore(make_engine(settings.db_url), clock=clock)
     return Ledger(
         store=store,
         index=SearchIndex(store),
         key=key,
+        signer=signer,
         config=LedgerConfig(
             token_ttl=settings.token_ttl,
             require_anchor=settings.require_anchor,
@@ -62,8 +67,13 @@ def _enforcement_rules(settings: Settings) -> RuleSet:
 
 
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
-    """Open an initialised ledger (raises NotInitialised when the key is missing)."""
-    return _build(settings, receipts.load_key(settings.key_path), clock)
+    """Open an initialised ledger (raises NotInitialised when the receipt key is missing).
+
+    A ledger initialised before signing keys existed opens without one; what needs it (checkpoints, new
+    receipts) says to run ``init``, which creates it.
+    """
+    signer = signing.load_signing_key(settings.signing_key_path) if settings.signing_key_path.exists() else None
+    return _build(settings, receipts.load_key(settings.key_path), signer, clock)
 
 
 def initialise(
@@ -75,11 +85,14 @@ def initialise(
     ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready).
     """
     key, key_created = receipts.create_key(settings.key_path)
-    ledger = _build(settings, key, clock)
+    signer, signer_created = signing.create_signing_key(settings.signing_key_path)
+    ledger = _build(settings, key, signer, clock)
     created = ledger.initialise()
     if created and seed_new:
         ledger.setup_memory(Actor(agent="system", source="cli"))
-    return ledger, InitReport(settings.db_url, str(settings.key_path), key_created, created)
+    return ledger, InitReport(
+        settings.db_url, str(settings.key_path), key_created, created, str(settings.signing_key_path), signer_created
+    )
 
 
 def redact(url: str) -> str:

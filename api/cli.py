@@ -20,7 +20,7 @@ from rich.table import Column, Table
 from api.bootstrap import initialise, open_ledger, redact
 from api.render import event_dict
 from api.settings import Settings
-from ledger import project_context
+from ledger import checkpoints, project_context, signing
 from ledger.canonical import parse_ts
 from ledger.enforcement_report import enforcement_report
 from ledger.errors import InvalidInput, LedgerError
@@ -62,8 +62,13 @@ def _global(
         typer.Option(help="data directory (default: LEDGER_HOME or ~/.local/share/compliance-ledger)"),
     ] = None,
     key_file: Annotated[Path | None, typer.Option(help="receipt key file (default: HOME/receipt.key)")] = None,
+    signing_key_file: Annotated[
+        Path | None, typer.Option(help="Ed25519 signing key file (default: HOME/signing.key)")
+    ] = None,
 ) -> None:
     overrides: dict[str, Any] = {}
+    if signing_key_file:
+        overrides["signing_key_file"] = signing_key_file
     if db:
         overrides["database_url"] = db
     if home:
@@ -161,6 +166,10 @@ def init(
         "back it up: without it no receipt can be verified"
     )
     out.print(
+        f"signing key {report.signing_key_path} ({'created' if report.signing_key_created else 'kept'}) — "
+        "Ed25519: signs checkpoints and receipts; publish its public half (`compliance-ledger keys public`)"
+    )
+    out.print(
         f"memory     {len(setup.created)} block(s) created, {len(setup.already_present)} already present; "
         f"{setup.constitutional_blocks} constitutional"
     )
@@ -177,6 +186,22 @@ def keys_add(
         created = ledger.issue_api_key(OPERATOR, agent, admin=admin)
     err.print(f"API key {created.key_id} for agent {created.agent!r} — shown once, store it now:")
     out.print(created.api_key, highlight=False)
+
+
+@keys_app.command("public")
+def keys_public(
+    ctx: typer.Context,
+    fmt: Annotated[str, typer.Option("--format", help="pem | jwk | json (both, with the key id)")] = "pem",
+) -> None:
+    """Print the ledger's public signing key: give it to whoever checks receipts and checkpoints."""
+    if fmt not in {"pem", "jwk", "json"}:
+        raise _fail(InvalidInput(f"--format {fmt!r} is not known", "use pem, jwk or json"))
+    with _ledger(ctx) as ledger:
+        public = ledger.public_key()
+    if fmt == "pem":
+        sys.stdout.write(public.pem)
+    else:
+        _print_json(public.jwk if fmt == "jwk" else signing.public_key_document(public))
 
 
 @anchor_app.command("validate")
@@ -318,21 +343,72 @@ def serve(
 # --- audit ----------------------------------------------------------------------------------------------
 
 
+PublicKeyOption = Annotated[
+    Path | None,
+    typer.Option("--public-key", help="the ledger's public key (PEM or JWK) from a trusted copy", exists=True),
+]
+
+
 @app.command()
-def verify(ctx: typer.Context) -> None:
-    """Recompute the hash chain. Exit 0 when intact; otherwise name the first bad position and exit 1."""
+def verify(
+    ctx: typer.Context,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            help="a checkpoint file (JSON lines) or a directory of them, kept outside the database; repeatable",
+            exists=True,
+        ),
+    ] = None,
+    public_key: PublicKeyOption = None,
+) -> None:
+    """Recompute the hash chain and check signed checkpoints. Exit 0 when all hold; else name what broke, exit 1.
+
+    The chain alone proves the log is self-consistent. With checkpoints kept elsewhere it also proves that no
+    event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an emptied table).
+    """
     with _ledger(ctx) as ledger:
+        sources = list(checkpoints.read_sources(checkpoint or [])) if checkpoint else []
+        public = signing.PublicKey.load(public_key) if public_key else (ledger.public_key() if sources else None)
         head, _ = ledger.store.head()
         with _progress("verifying", head) as tick:
             report = ledger.verify(progress=tick)
+        findings = ledger.verify_checkpoints(sources, public) if public is not None else []
+    failed = [f for f in findings if not f.ok]
     if report.ok:
         out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
+    else:
+        where = f"at position {report.first_bad_position}" if report.first_bad_position is not None else ""
+        err.print(
+            f"[red]chain broken {where}[/red]: {report.reason} ({report.checked} events verified before it)",
+            markup=True,
+        )
+    if findings:
+        held = len(findings) - len(failed)
+        out.print(f"checkpoints: {held} of {len(findings)} held (signed by key {public.key_id if public else '?'})")
+    for f in failed:
+        err.print(f"[red]checkpoint {f.where} fails[/red]: {f.problem}", soft_wrap=True)
+    raise typer.Exit(0 if report.ok and not failed else 1)
+
+
+@app.command("checkpoint")
+def checkpoint_cmd(
+    ctx: typer.Context,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="append the checkpoint to this file (JSON lines) instead of printing")
+    ] = None,
+) -> None:
+    """Sign the current head of the log. Keep checkpoints where the database's writers cannot reach them."""
+    with _ledger(ctx) as ledger:
+        signed = ledger.checkpoint()
+    if out_file is None:
+        sys.stdout.write(signed.to_line() + "\n")
         return
-    err.print(
-        f"[red]chain broken at position {report.first_bad_position}[/red]: {report.reason} "
-        f"({report.checked} events verified before it)"
-    )
-    raise typer.Exit(1)
+    try:
+        checkpoints.CheckpointLog(out_file).append(signed)
+    except OSError as exc:
+        raise _fail(InvalidInput(f"cannot write {out_file}: {exc.strerror}", "give a writable file")) from exc
+    err.print(f"checkpoint of position {signed.position} appended to {out_file}")
 
 
 @app.command("verify-stamp")
@@ -846,6 +922,31 @@ def doctor(ctx: typer.Context) -> None:
         row("events", True, f"head position {head}, hash {head_hash[:16]}")
         bound = ledger.bound_key_id()
         row("key binding", bound == ledger.key.key_id, f"ledger bound to key {bound or '— (run init)'}")
+        signing_bound = ledger.bound_signing_key()
+        if ledger.signer is None or signing_bound is None:
+            row(
+                "signing key", False, f"{settings.signing_key_path} missing or not bound — run `compliance-ledger init`"
+            )
+        else:
+            same = signing_bound.key_id == ledger.signer.key_id
+            row(
+                "signing key",
+                same,
+                f"{settings.signing_key_path} (id {ledger.signer.key_id}, bound {signing_bound.key_id})",
+            )
+            latest = checkpoints.CheckpointLog(settings.checkpoint_path).latest()
+            if latest is None:
+                row("checkpoints", True, f"none in {settings.checkpoint_path} yet (serve writes them)")
+            else:
+                [finding] = ledger.verify_checkpoints(
+                    [checkpoints.Source(str(settings.checkpoint_path), latest)], ledger.signer.public
+                )
+                row(
+                    "checkpoints",
+                    finding.ok,
+                    f"latest: position {latest.position} at {latest.recorded_at}"
+                    + ("" if finding.ok else f" — {finding.problem}"),
+                )
         stats = ledger.memory_stats()
         row(
             "constitution",

@@ -174,9 +174,13 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         host=settings.host,
     )
 
+    from api import checkpointing  # it uses this module's Caller
+
+    writer = checkpointing.checkpointer(ledger, settings)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), checkpointing.running(writer):
             yield
 
     app = FastAPI(
@@ -310,6 +314,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.include_router(tasks.router())
     app.include_router(metrics.router(ledger))  # /metrics (its own registry) and /reports/enforcement
     app.include_router(brain.router())
+    app.include_router(checkpointing.router(ledger, settings))
     app = _with_mcp_endpoint(app, ledger, settings)
     if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]

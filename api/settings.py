@@ -26,6 +26,18 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home, description="directory for the default database and key")
     database_url: str | None = Field(None, description="sqlite:///PATH or postgresql://...; default HOME/ledger.db")
     key_file: Path | None = Field(None, description="receipt signing key; default HOME/receipt.key")
+    signing_key_file: Path | None = Field(
+        None, description="the ledger's Ed25519 key (receipts, checkpoints); default HOME/signing.key"
+    )
+    checkpoint_file: Path | None = Field(
+        None, description="append-only file serve writes signed checkpoints to; default HOME/checkpoints.jsonl"
+    )
+    checkpoint_every_events: int = Field(
+        1000, ge=0, description="serve writes a checkpoint once the head moved this many events (0: not by count)"
+    )
+    checkpoint_every_minutes: float = Field(
+        10.0, ge=0, description="... or this long after the last one, if the head moved (0: not by time)"
+    )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
@@ -73,6 +85,18 @@ class Settings(BaseSettings):
     @property
     def key_path(self) -> Path:
         return (self.key_file or self.home / "receipt.key").expanduser()
+
+    @property
+    def signing_key_path(self) -> Path:
+        return (self.signing_key_file or self.home / "signing.key").expanduser()
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return (self.checkpoint_file or self.home / "checkpoints.jsonl").expanduser()
+
+    @property
+    def checkpoint_every(self) -> _dt.timedelta | None:
+        return _dt.timedelta(minutes=self.checkpoint_every_minutes) if self.checkpoint_every_minutes else None
 
     @property
     def idle_timeout(self) -> _dt.timedelta:

@@ -44,6 +44,14 @@ class LedgerInitialised(DomainEvent):
     receipt_key_id: str
 
 
+class SigningKeyBound(DomainEvent):
+    """The ledger was bound to the Ed25519 key that signs its receipts and checkpoints (public half recorded)."""
+
+    type_name: ClassVar[str] = "SigningKeyBound"
+    key_id: str
+    public_key: str  # raw public key, base64url (the JWK's "x")
+
+
 class ApiKeyIssued(DomainEvent):
     """An API key was issued to an agent; only the key's SHA-256 is recorded."""
 
@@ -324,6 +332,7 @@ class TaskWorkRecorded(DomainEvent):
 
 VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
+    SigningKeyBound,
     ApiKeyIssued,
     SessionStarted,
     SessionEnded,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import anchor, anchoring, gate, memory, project_context, receipts, sessions
+from ledger import anchor, anchoring, checkpoints, gate, memory, project_context, receipts, sessions, signing
 from ledger.canonical import require_utf8
 from ledger.chain import ChainReport, StoredRecord
 from ledger.enforcement_service import EnforcementCommands
@@ -21,8 +21,10 @@ from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, N
 from ledger.events import (
     ApiKeyIssued,
     ComplianceStamped,
+    DomainEvent,
     LedgerInitialised,
     RecordedEvent,
+    SigningKeyBound,
 )
 from ledger.mapper import decode
 from ledger.memory_service import MemoryCommands, score_one, stats_of
@@ -57,28 +59,43 @@ class Ledger(EnforcementCommands, MemoryCommands):
     """The service: every command of every front end goes through here."""
 
     def initialise(self) -> bool:
-        """Create the schema and record which receipt key this ledger is bound to. Idempotent."""
+        """Create the schema and record which keys this ledger is bound to. Idempotent.
+
+        Returns whether this call created the ledger. A ledger made before signing keys existed is bound to its
+        signing key the first time it is initialised with one.
+        """
         self.store.create_schema()
         self.index.create_schema()
-        bound = self.bound_key_id()
-        if bound is not None:
-            if bound != self.key.key_id:
+        system = {"agent": "system", "source": "cli"}
+        for _ in range(self.config.max_conflict_retries):
+            state = self.store.load_stream(LEDGER_STREAM)
+            receipt_key, signing_key = _bindings(state.events)
+            if receipt_key is not None and receipt_key != self.key.key_id:
                 raise Conflict(
-                    f"this ledger was initialised with receipt key {bound}, but the key file holds "
+                    f"this ledger was initialised with receipt key {receipt_key}, but the key file holds "
                     f"{self.key.key_id}; receipts signed now could not be checked against earlier ones",
                     "restore the original key file (LEDGER_KEY_FILE / --key-file)",
                 )
-            return False
-        try:
-            self.store.append(
-                LEDGER_STREAM,
-                0,
-                [LedgerInitialised(receipt_key_id=self.key.key_id)],
-                {"agent": "system", "source": "cli"},
-            )
-        except ConcurrencyError:
-            return False
-        return True
+            if signing_key is not None and self.signer is not None and signing_key.key_id != self.signer.key_id:
+                raise Conflict(
+                    f"this ledger is bound to signing key {signing_key.key_id}, but the signing key file holds "
+                    f"{self.signer.key_id}; its checkpoints and receipts would not verify against the published key",
+                    "restore the original signing key file (LEDGER_SIGNING_KEY_FILE / --signing-key-file)",
+                )
+            events: list[DomainEvent] = []
+            if receipt_key is None:
+                events.append(LedgerInitialised(receipt_key_id=self.key.key_id))
+            if signing_key is None and self.signer is not None:
+                public = self.signer.public
+                events.append(SigningKeyBound(key_id=public.key_id, public_key=signing.b64url(public.raw)))
+            if not events:
+                return False
+            try:
+                self.store.append(LEDGER_STREAM, state.version, events, system)
+            except ConcurrencyError:
+                continue  # another process is initialising too: look again
+            return receipt_key is None
+        raise Conflict("the ledger stream kept changing while initialising", "run the command again")
 
     def verify(self, progress: Callable[[int], None] | None = None) -> ChainReport:
         """Recompute the chain (see :meth:`SqlEventStore.verify`) of a ledger that must begin with its
@@ -93,10 +110,41 @@ class Ledger(EnforcementCommands, MemoryCommands):
 
     def bound_key_id(self) -> str | None:
         """The fingerprint of the receipt key recorded by ``LedgerInitialised`` (None before ``init``)."""
-        for rec in self.store.load_stream(LEDGER_STREAM).events:
-            if isinstance(rec.event, LedgerInitialised):
-                return rec.event.receipt_key_id
-        return None
+        return _bindings(self.store.load_stream(LEDGER_STREAM).events)[0]
+
+    def bound_signing_key(self) -> SigningKeyBound | None:
+        """The signing key this ledger is bound to (None before ``init`` made one)."""
+        return _bindings(self.store.load_stream(LEDGER_STREAM).events)[1]
+
+    # --- checkpoints ----------------------------------------------------------------------------------
+
+    def public_key(self) -> signing.PublicKey:
+        """The public half of the ledger's signing key."""
+        return self._signer().public
+
+    def checkpoint(self) -> checkpoints.Checkpoint:
+        """Sign the current head of the log."""
+        position, head_hash = self.store.head()
+        return checkpoints.sign(self._signer(), position=position, head_hash=head_hash, now=self.clock())
+
+    def verify_checkpoints(
+        self, sources: Sequence[checkpoints.Source], public: signing.PublicKey
+    ) -> list[CheckpointFinding]:
+        """Check each checkpoint's signature with ``public`` and whether the log still holds its head."""
+        head, _ = self.store.head()
+        findings = []
+        for source in sources:
+            cp = source.checkpoint
+            if cp is None:
+                problem = source.problem
+            elif cp.key_id != public.key_id:
+                problem = f"signed by key {cp.key_id}, not by the ledger key {public.key_id}"
+            elif not cp.signed_by(public):
+                problem = "the signature does not match: the checkpoint is forged or was altered"
+            else:
+                problem = checkpoints.held_by(cp, self.store.get(cp.position) if cp.position <= head else None, head)
+            findings.append(CheckpointFinding(source.where, cp, problem))
+        return findings
 
     # --- sessions -------------------------------------------------------------------------------------
 
@@ -403,6 +451,31 @@ class Ledger(EnforcementCommands, MemoryCommands):
     def agent_for_key(self, api_key: str) -> str | None:
         issued = self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
         return issued.agent if issued else None
+
+
+def _bindings(events: Sequence[RecordedEvent]) -> tuple[str | None, SigningKeyBound | None]:
+    """The receipt key id and the signing key recorded on the ``ledger`` stream."""
+    receipt_key: str | None = None
+    signing_key: SigningKeyBound | None = None
+    for rec in events:
+        if isinstance(rec.event, LedgerInitialised) and receipt_key is None:
+            receipt_key = rec.event.receipt_key_id
+        elif isinstance(rec.event, SigningKeyBound) and signing_key is None:
+            signing_key = rec.event
+    return receipt_key, signing_key
+
+
+@dataclass(frozen=True)
+class CheckpointFinding:
+    """One checkpoint checked against the log: ``problem`` is None when the log still holds it."""
+
+    where: str
+    checkpoint: checkpoints.Checkpoint | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
 
 
 @dataclass(frozen=True)

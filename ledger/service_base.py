@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ledger import clock as _clock
-from ledger import project_context, receipts, sessions
+from ledger import project_context, receipts, sessions, signing
 from ledger.enforcement import RuleSet, load_rules
-from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
+from ledger.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore
@@ -65,6 +65,7 @@ class LedgerBase:
     key: receipts.ReceiptKey
     config: LedgerConfig = field(default_factory=LedgerConfig)
     clock: _clock.Clock = _clock.now
+    signer: signing.SigningKey | None = None  # Ed25519: new receipts and checkpoints
     _reports: ProjectionRunner = field(default_factory=lambda: ProjectionRunner([COMPLIANCE]))
     _reports_lock: threading.Lock = field(default_factory=threading.Lock)
     _session_cache: OrderedDict[str, tuple[int, SessionView]] = field(default_factory=OrderedDict)
@@ -129,6 +130,14 @@ class LedgerBase:
             view = session_proj.evolve(view, rec)
         self._cache_session(stream, version + len(recorded), view)
         return recorded, view
+
+    def _signer(self) -> signing.SigningKey:
+        if self.signer is None:
+            raise NotInitialised(
+                "this ledger has no Ed25519 signing key yet (it was initialised before signing keys existed)",
+                "run `compliance-ledger init` once: it creates the key (LEDGER_SIGNING_KEY_FILE) and keeps the rest",
+            )
+        return self.signer
 
     # --- setup ----------------------------------------------------------------------------------------
     def _until(self, as_of: _dt.datetime | None, position: int | None) -> int | None:

@@ -1,0 +1,127 @@
+"""HTTP side of signed checkpoints: ``GET /checkpoints/latest``, ``GET /keys/public``, and the background writer
+that ``serve`` runs (a checkpoint whenever ``LEDGER_CHECKPOINT_EVERY_EVENTS`` events or
+``LEDGER_CHECKPOINT_EVERY_MINUTES`` have passed since the last one, one at start and one at shutdown).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from api.rest import Caller
+from api.settings import Settings
+from ledger import checkpoints, signing
+from ledger.errors import LedgerError, NotFound
+from ledger.service import Ledger
+
+log = logging.getLogger(__name__)
+POLL_SECONDS = 1.0
+
+
+class CheckpointClaims(BaseModel):
+    type: str
+    v: int
+    position: int
+    head_hash: str
+    recorded_at: str
+    key_id: str
+
+
+class CheckpointDocument(BaseModel):
+    """A checkpoint exactly as written to the checkpoint file; check it with the public key."""
+
+    alg: str
+    checkpoint: CheckpointClaims
+    signature: str
+
+
+class Jwk(BaseModel):
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    use: str
+    alg: str
+
+
+class PublicKeyDocument(BaseModel):
+    """The ledger's Ed25519 public key, as PEM and as a JSON Web Key."""
+
+    key_id: str
+    alg: str
+    pem: str
+    jwk: Jwk
+
+
+def router(ledger: Ledger, settings: Settings) -> APIRouter:
+    routes = APIRouter(tags=["audit"])
+    log_file = checkpoints.CheckpointLog(settings.checkpoint_path)
+
+    @routes.get("/checkpoints/latest", response_model=CheckpointDocument)
+    def latest_checkpoint(_who: Caller) -> Any:
+        """The newest checkpoint the server wrote (keep copies elsewhere; `verify --checkpoint` checks them)."""
+        latest = log_file.latest()
+        if latest is None:
+            raise NotFound(
+                "no checkpoint has been written yet",
+                "serve writes one at start when the log has events; or run `compliance-ledger checkpoint`",
+            )
+        return latest.document()
+
+    @routes.get("/keys/public", response_model=PublicKeyDocument)
+    def public_key(_who: Caller) -> Any:
+        """The public key that checks receipts and checkpoints offline."""
+        return signing.public_key_document(ledger.public_key())
+
+    return routes
+
+
+def checkpointer(ledger: Ledger, settings: Settings) -> checkpoints.Checkpointer | None:
+    """The background writer, or None when automatic checkpoints are off or there is no signing key."""
+    if ledger.signer is None or not (settings.checkpoint_every_events or settings.checkpoint_every_minutes):
+        return None
+    return checkpoints.Checkpointer(
+        make=ledger.checkpoint,
+        head=lambda: ledger.store.head()[0],
+        log=checkpoints.CheckpointLog(settings.checkpoint_path),
+        every_events=settings.checkpoint_every_events,
+        every=settings.checkpoint_every,
+        clock=ledger.clock,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(writer: checkpoints.Checkpointer | None) -> AsyncIterator[None]:
+    """Run ``writer`` in the background for the life of the app; write a last checkpoint at shutdown."""
+    if writer is None:
+        yield
+        return
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_loop, writer)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+    await anyio.to_thread.run_sync(_write, writer, True)
+
+
+async def _loop(writer: checkpoints.Checkpointer) -> None:
+    while True:
+        await anyio.to_thread.run_sync(_write, writer, False)
+        await anyio.sleep(POLL_SECONDS)
+
+
+def _write(writer: checkpoints.Checkpointer, force: bool) -> None:
+    try:
+        written = writer.run_once(force=force)
+    except (LedgerError, OSError) as exc:  # the store or the disk is down: try again at the next poll
+        log.warning("could not write a checkpoint: %s", exc)
+        return
+    if written is not None:
+        log.info("checkpoint of position %d written to %s", written.position, writer.log.path)
