@@ -20,7 +20,7 @@ from rich.table import Column, Table
 from api.bootstrap import initialise, open_ledger, redact
 from api.render import event_dict
 from api.settings import Settings
-from ledger import checkpoints, project_context, signing
+from ledger import checkpoints, project_context, signing, stamps
 from ledger.canonical import parse_ts
 from ledger.enforcement_report import enforcement_report
 from ledger.errors import InvalidInput, LedgerError
@@ -412,10 +412,32 @@ def checkpoint_cmd(
 
 
 @app.command("verify-stamp")
-def verify_stamp(ctx: typer.Context, receipt: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Check a stamp receipt. Exit 0 when genuine, 1 when not."""
-    with _ledger(ctx) as ledger:
-        result = ledger.verify_stamp(receipt)
+def verify_stamp(
+    ctx: typer.Context,
+    receipt: str,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            help="check offline with this public key (PEM or JWK) alone: no database is opened",
+            exists=True,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Check a stamp receipt. Exit 0 when genuine, 1 when not.
+
+    On the ledger host it checks the signature and that the log still holds the stamp event. With --public-key it
+    checks only the signature, anywhere, without the database.
+    """
+    if public_key is not None:
+        try:
+            result = stamps.verify_offline(receipt, signing.PublicKey.load(public_key))
+        except LedgerError as exc:
+            raise _fail(exc) from exc
+    else:
+        with _ledger(ctx) as ledger:
+            result = ledger.verify_stamp(receipt)
     if as_json:
         _print_json(result.model_dump(mode="json"))
     else:

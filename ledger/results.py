@@ -146,6 +146,10 @@ class AssertResult(BaseModel):
 class StampVerification(BaseModel):
     valid: bool
     reason: str
+    scheme: str | None = Field(
+        default=None, description="clr2: Ed25519 (checkable offline); clr1: HMAC (ledger host only)"
+    )
+    checked_against_log: bool = Field(default=True, description="false when only the signature was checked (offline)")
     position: int | None = None
     event_hash: str | None = None
     session_id: str | None = None

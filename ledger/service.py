@@ -13,9 +13,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import anchor, anchoring, checkpoints, gate, memory, project_context, receipts, sessions, signing
+from ledger import (
+    anchor,
+    anchoring,
+    checkpoints,
+    gate,
+    memory,
+    project_context,
+    receipts,
+    sessions,
+    signing,
+    stamps,
+)
 from ledger.canonical import require_utf8
-from ledger.chain import ChainReport, StoredRecord
+from ledger.chain import ChainReport
 from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound
 from ledger.events import (
@@ -26,7 +37,6 @@ from ledger.events import (
     RecordedEvent,
     SigningKeyBound,
 )
-from ledger.mapper import decode
 from ledger.memory_service import MemoryCommands, score_one, stats_of
 from ledger.results import (
     AgentReport,
@@ -326,6 +336,7 @@ class Ledger(EnforcementCommands, MemoryCommands):
 
     def assert_compliance(self, actor: Actor, session_id: str) -> AssertResult:
         """PASS (consuming the token) with a stamp and receipt, or a recorded FAIL with guidance."""
+        signer = self._signer()  # before deciding: a PASS must never be recorded without its receipt
 
         def attempt() -> AssertResult:
             stream, version, view = self._open_session(actor, session_id)
@@ -333,11 +344,13 @@ class Ledger(EnforcementCommands, MemoryCommands):
             [rec], _ = self._append_to_session(actor, stream, version, view, [decision])
             if isinstance(decision, ComplianceStamped):
                 receipt = receipts.sign(
-                    self.key,
+                    signer,
                     position=rec.position,
                     hash=rec.hash,
                     session_id=session_id,
                     count=decision.count,
+                    agent=actor.agent,
+                    recorded_at=rec.recorded_at,
                 )
                 return AssertResult(
                     status="PASS",
@@ -360,18 +373,20 @@ class Ledger(EnforcementCommands, MemoryCommands):
         """Say whether a receipt is genuine and which ledger event it points at."""
         if not isinstance(receipt, str) or not receipt.strip():
             raise InvalidInput("receipt is empty", "send the receipt string that assert_compliance returned")
-        try:
-            claims, signed, signature = receipts.parse(receipt)
-        except InvalidInput as exc:
-            return StampVerification(valid=False, reason=f"not a well-formed receipt: {exc.message}")
-        if claims.key_id != self.key.key_id:
-            return StampVerification(valid=False, reason="signed by a key this ledger does not hold (forged)")
-        if not receipts.signature_is_genuine(self.key, signed, signature):
-            return StampVerification(
-                valid=False, reason="the signature does not match: the receipt is forged or was altered"
-            )
-        rec = self.store.get(claims.position)
-        return _check_stamp_record(rec, claims)
+        parsed = stamps.read(receipt)
+        if isinstance(parsed, StampVerification):
+            return parsed
+        problem = stamps.signature_problem(parsed, public=self._verifying_key(), hmac_key=self.key)
+        if problem is not None:
+            return StampVerification(valid=False, reason=problem, scheme=parsed.claims.scheme)
+        return stamps.check_record(self.store.get(parsed.claims.position), parsed.claims)
+
+    def _verifying_key(self) -> signing.PublicKey | None:
+        """The key that checks Ed25519 receipts: the signing key's public half, else the one the ledger recorded."""
+        if self.signer is not None:
+            return self.signer.public
+        bound = self.bound_signing_key()
+        return signing.PublicKey.from_raw(signing.unb64url(bound.public_key)) if bound else None
 
     # --- reports --------------------------------------------------------------------------------------
 
@@ -508,36 +523,3 @@ class Replay:
         if block is None:
             raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
         return BlockOut.of(score_one(graph, self.active_clock(), block))
-
-
-def _check_stamp_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> StampVerification:
-    def refuse(reason: str) -> StampVerification:
-        return StampVerification(
-            valid=False,
-            reason=reason,
-            position=claims.position,
-            session_id=claims.session_id,
-            count=claims.count,
-        )
-
-    if rec is None:
-        return refuse("the ledger has no event at that position")
-    if rec.computed_hash() != rec.hash:
-        return refuse("the stamp event was altered after it was recorded")
-    if rec.hash != claims.hash:
-        return refuse("the event at that position is not the one signed")
-    event: RecordedEvent = decode(rec)
-    e = event.event
-    if not isinstance(e, ComplianceStamped) or e.session_id != claims.session_id or e.count != claims.count:
-        return refuse("the event at that position is not this stamp")
-    return StampVerification(
-        valid=True,
-        reason="genuine: signed by this ledger and matching the recorded stamp event",
-        position=rec.position,
-        event_hash=rec.hash,
-        session_id=e.session_id,
-        agent=event.agent,
-        count=e.count,
-        stamp=e.stamp,
-        recorded_at=event.recorded_at,
-    )

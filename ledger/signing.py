@@ -74,6 +74,10 @@ class PublicKey:
         return True
 
     @classmethod
+    def from_raw(cls, raw: bytes) -> PublicKey:
+        return cls(Ed25519PublicKey.from_public_bytes(raw))
+
+    @classmethod
     def from_text(cls, text: str, source: str = "the public key") -> PublicKey:
         """Read a public key given as PEM or as a JWK (JSON); a private key file is accepted too."""
         hint = "give the PEM or JWK printed by `compliance-ledger keys public` (or served at GET /keys/public)"

@@ -6,10 +6,12 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger import receipts
+from ledger import clock as _clock
+from ledger import receipts, signing
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 
@@ -18,7 +20,7 @@ WHO = Actor("alice", "mcp")
 
 def stamped(ledger: Ledger) -> str:
     sid = ledger.clock_in(WHO, "dev").session_id
-    ledger.remember(WHO, "receipts are HMAC signed", [], sid)
+    ledger.remember(WHO, "receipts are signed with the ledger key", [], sid)
     ledger.search(WHO, sid, "receipts")
     result = ledger.assert_compliance(WHO, sid)
     assert result.receipt is not None
@@ -47,13 +49,18 @@ def test_altered_claims_forged_signatures_and_other_keys_are_not_genuine(
 ) -> None:
     ledger = make_ledger()
     receipt = stamped(ledger)
-    other_key = receipts.ReceiptKey(b"k" * 32)
-    forged = receipts.sign(other_key, position=1, hash="0" * 64, session_id="ses_x", count=9)
+    other_key = signing.SigningKey.generate()
+    forged = receipts.sign(
+        other_key, position=1, hash="0" * 64, session_id="ses_x", count=9, agent="alice", recorded_at=_clock.now()
+    )
+    forged_hmac = receipts.sign_hmac(receipts.ReceiptKey(b"k" * 32), position=1, hash="0" * 64, session_id="s", count=9)
     cases = {
         "count raised": tamper_claims(receipt, c=99),
         "position moved": tamper_claims(receipt, p=1),
         "signature replaced": receipt.rsplit(".", 1)[0] + ".AAAA",
         "signed by another key": forged,
+        "HMAC-signed by another key": forged_hmac,
+        "agent changed": tamper_claims(receipt, a="mallory"),
         "not a receipt": "hello world",
     }
     for name, bad in cases.items():
@@ -87,3 +94,63 @@ def test_the_cli_verifies_a_receipt_and_exits_non_zero_for_a_forgery(
     bad = CliRunner().invoke(app, [*base, "verify-stamp", tamper_claims(receipt, c=5)])
     assert good.exit_code == 0 and json.loads(good.stdout)["valid"] is True
     assert bad.exit_code == 1 and "NOT genuine" in bad.stdout
+
+
+def test_new_receipts_are_ed25519_and_old_hmac_receipts_keep_verifying(make_ledger: LedgerFactory, db_url: str) -> None:
+    ledger = make_ledger(db_url)
+    receipt = stamped(ledger)
+    new = ledger.verify_stamp(receipt)
+    assert new.position is not None and new.event_hash is not None and new.session_id is not None
+    # What assert_compliance issued before Ed25519: an HMAC over the same event, with the receipt key.
+    old = receipts.sign_hmac(
+        ledger.key, position=new.position, hash=new.event_hash, session_id=new.session_id, count=new.count or 0
+    )
+
+    verdict = ledger.verify_stamp(old)
+
+    assert receipt.startswith("clr2.") and new.valid and new.scheme == "clr2"
+    assert verdict.valid and verdict.scheme == "clr1" and verdict.position == new.position
+
+
+ABSURD = ["1e999", "Infinity", "-Infinity", "NaN", str(2**64), str(2**63), "-1", "true", "1.5", '"7"', "[]", "{}"]
+
+
+@pytest.mark.parametrize("claim", ["p", "c"])
+def test_receipts_carrying_absurd_numbers_are_not_genuine_never_a_crash(
+    make_ledger: LedgerFactory, db_url: str, claim: str
+) -> None:
+    ledger = make_ledger(db_url)
+    genuine = (stamped(ledger), receipts.sign_hmac(ledger.key, position=2, hash="a" * 64, session_id="s", count=1))
+    for receipt in genuine:
+        prefix, claims, sig = receipt.split(".")
+        data = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+        for number in ABSURD:
+            text = json.dumps({**data, claim: "@@"}).replace('"@@"', number)
+            raw = base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+
+            verdict = ledger.verify_stamp(f"{prefix}.{raw}.{sig}")
+
+            assert verdict.valid is False and "not a well-formed receipt" in verdict.reason, (prefix, number)
+
+
+def test_the_cli_checks_a_receipt_offline_with_the_public_key_and_never_opens_the_database(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
+    ledger = make_ledger()
+    receipt = stamped(ledger)
+    public = tmp_path / "ledger.pub"
+    public.write_text(ledger.public_key().pem)
+    old = receipts.sign_hmac(ledger.key, position=2, hash="a" * 64, session_id="s", count=1)
+    nowhere = ["--home", str(tmp_path / "empty"), "--db", "postgresql://postgres@127.0.0.1:1/none"]
+
+    good = CliRunner().invoke(app, [*nowhere, "verify-stamp", receipt, "--public-key", str(public), "--json"])
+    altered = CliRunner().invoke(
+        app, [*nowhere, "verify-stamp", tamper_claims(receipt, c=5), "--public-key", str(public)]
+    )
+    hmac = CliRunner().invoke(app, [*nowhere, "verify-stamp", old, "--public-key", str(public)])
+
+    verdict = json.loads(good.stdout)
+    assert good.exit_code == 0 and verdict["valid"] is True and verdict["checked_against_log"] is False
+    assert verdict["agent"] == "alice" and verdict["count"] == 1
+    assert altered.exit_code == 1 and "NOT genuine" in altered.stdout
+    assert hmac.exit_code == 1 and "secret receipt key" in " ".join(hmac.stdout.split())

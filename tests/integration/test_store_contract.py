@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from freezegun import freeze_time
 
 from ledger import clock as _clock
-from ledger import memory, receipts
+from ledger import memory, receipts, signing
 from ledger.canonical import canonical_json, format_ts, parse_ts
 from ledger.chain import GENESIS_HASH, StoredRecord, record_hash
 from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
@@ -553,7 +553,7 @@ def test_postgresql_rejects_truncate_on_events(make_ledger: LedgerFactory, pg_ur
     fill(store)
     with pytest.raises(sa.exc.DBAPIError, match="append-only: TRUNCATE rejected"):
         raw(store, "TRUNCATE events")
-    assert count_rows(store) == 11  # LedgerInitialised + the activity
+    assert count_rows(store) == 12  # LedgerInitialised, SigningKeyBound and the activity
     assert store.verify().ok
 
 
@@ -740,7 +740,7 @@ def unreachable(tmp_path: Path) -> Iterator[Ledger]:
     """A ledger whose PostgreSQL server cannot be reached (nothing listens on port 1)."""
     key, _ = receipts.create_key(tmp_path / "receipt.key")
     store = SqlEventStore(make_engine(UNREACHABLE_PG))
-    yield Ledger(store=store, index=SearchIndex(store), key=key)
+    yield Ledger(store=store, index=SearchIndex(store), key=key, signer=signing.SigningKey.generate())
     store.engine.dispose()
 
 
@@ -785,7 +785,7 @@ def test_assert_compliance_never_passes_when_the_store_is_unreachable(
     live = make_ledger(pg_url)
     sid = live.clock_in(ALICE, "dev").session_id
     live.search(ALICE, sid, "anything")
-    cut_off = Ledger(store=unreachable.store, index=unreachable.index, key=live.key)
+    cut_off = Ledger(store=unreachable.store, index=unreachable.index, key=live.key, signer=live.signer)
     outcomes: list[str] = []
     for _ in range(3):
         try:
