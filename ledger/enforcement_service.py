@@ -68,12 +68,16 @@ class EnforcementCommands(WorkflowCommands):
     def check_parameters(
         self, actor: Actor, tool: str, action: str, params: Mapping[str, Any], session_id: str | None = None
     ) -> Check:
-        """Decide on a call's parameters at the agent's current level and record the check."""
+        """Decide on a call's parameters at the agent's current level and record the check.
+
+        The session, when one is sent, must be the caller's own open session (``_open_session``): a call in
+        another agent's, an unknown or a closed session is refused before anything is recorded."""
         rules = self.config.enforcement_rules
         rule = rules.rule_for(tool, action, actor.agent)
         stream = enf_proj.STREAM_PREFIX + actor.agent
 
         def attempt() -> Check:
+            session = self._open_session_if(actor, session_id)
             version, stats = self._stats(actor.agent)
             base = rule.level if rule is not None else enf.EnforcementLevel.DISABLED
             validation: enf.Validation | None = None
@@ -103,10 +107,10 @@ class EnforcementCommands(WorkflowCommands):
                 invalid=dict(validation.invalid_parameters) if validation else {},
                 unknown=list(validation.unknown_parameters) if validation else [],
                 task_id=task_id if isinstance(task_id, str) else None,
-                session_id=session_id,
+                session_id=session.session_id if session is not None else None,
                 error=error,
             )
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, session_id))
+            [rec] = self.store.append(stream, version, [event], self._meta(actor, session))
             return Check(decision, validation, base, rec.position)
 
         return self._retrying(attempt)
