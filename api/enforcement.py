@@ -12,9 +12,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 from api.mcp_server import ToolContext, _ledger_call
+from ledger import enforcement_limits as limits
 from ledger.results import ManagedResult
 
 # locals() of a tool also holds the closure variables it uses (tools, ledger).
+MANAGED_TOOLS = ("manage_task", "manage_context", "manage_subtask")
 _NOT_PARAMS = frozenset({"ctx", "action", "session_id", "tools", "ledger"})
 
 
@@ -23,8 +25,35 @@ def _given(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arguments.items() if k not in _NOT_PARAMS and v is not None}
 
 
+def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> None:
+    """Publish the hard size limits (``ledger.enforcement_limits``) in the tools' input schemas, so clients see them.
+
+    Only the published schema changes: the argument models stay lenient on purpose, so an oversized call still
+    reaches the ledger, which refuses it and records the refused check (the SDK's own validation would refuse it
+    without a trace). JSON Schema has no byte-size keyword, so objects carry their limit in the description.
+    """
+    for name in names:
+        tool = mcp._tool_manager.get_tool(name)
+        assert tool is not None, name
+        for param, prop in tool.parameters.get("properties", {}).items():
+            if param in ("action", "session_id"):
+                continue
+            limit = limits.limit_for(param)
+            for branch in prop.get("anyOf", [prop]):
+                kind = branch.get("type")
+                if kind == "string" and limit.kind == "text":
+                    branch["maxLength"] = limit.chars
+                elif kind == "array" and limit.kind == "list":
+                    branch["maxItems"] = limit.items
+                    branch.setdefault("items", {})["maxLength"] = limit.chars
+            said = prop.get("description", "")
+            prop["description"] = (
+                f"{said}{' ' if said else ''}Hard limit at every enforcement level: {limit.describe()}."
+            )
+
+
 def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
-    """Add manage_task, manage_context and manage_subtask to the MCP server."""
+    """Add manage_task, manage_context and manage_subtask to the MCP server, their size limits published."""
     ledger = tools.ledger
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
@@ -98,3 +127,5 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         return _ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
+
+    publish_limits(mcp)

@@ -103,7 +103,8 @@ class LedgerCollector(Collector):
 
         yield _counter(
             "parameter_validation_total",
-            "Parameter checks recorded, by outcome (passed|disabled|recorded|warned|blocked|invalid_call|bypassed)",
+            "Parameter checks recorded, by outcome "
+            "(passed|disabled|recorded|warned|blocked|invalid_call|bypassed|oversized)",
             ["tool", "action", "outcome"],
             outcomes,
         )

@@ -48,6 +48,8 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from ledger import enforcement_limits as limits
+
 # The schema side, re-exported: callers use one module.
 from ledger.enforcement_schemas import (
     DOCS as DOCS,
@@ -413,7 +415,7 @@ class EnforcementResponse(BaseModel):
     documentation: str
 
 
-Outcome = Literal["passed", "disabled", "recorded", "warned", "blocked", "invalid_call", "bypassed"]
+Outcome = Literal["passed", "disabled", "recorded", "warned", "blocked", "invalid_call", "bypassed", "oversized"]
 
 
 @dataclass(frozen=True)
@@ -478,3 +480,23 @@ def decide_internal_error(rule: Rule | None, tool: str, action: str, params: Any
         return Decision(True, level, "bypassed", False, context_warning=warning)
     message = f"parameter enforcement failed ({error}); the call is blocked (fail closed)"
     return Decision(False, level, "blocked", False, response=_blocked(validation, level, message))
+
+
+def decide_oversized(
+    tool: str, action: str, level: EnforcementLevel, params: Any, problems: Mapping[str, str]
+) -> Decision:
+    """A call over the hard size limits (``ledger.enforcement_limits.oversized``): refused at every level, even
+    ``disabled`` — levels decide about quality, never about size. The answer names each limit and what to send
+    instead, and its correction marks the oversized parameters instead of echoing them."""
+    given = dict(params) if isinstance(params, Mapping) else {}
+    known = action in SCHEMAS.get(tool, {})
+    error = f"{tool}.{action} refused: {', '.join(problems)} over the hard size limits that apply at every level"
+    validation = Validation(
+        tool, action, given, known=known, error=error, invalid_parameters=dict(problems),
+        call_errors=tuple(problems), hint=limits.hint(problems),
+    )  # fmt: skip
+    correction = correction_for(validation) if known else {"action": f"<invalid: action — {error}>"}
+    response = _blocked(validation, level, error).model_copy(
+        update={"suggested_correction": correction, "documentation": f"{DOCS}#hard-size-limits-every-level"}
+    )
+    return Decision(False, level, "oversized", False, response=response)

@@ -9,7 +9,8 @@ Definitions (where the seed is silent):
 
 * **compliance rate** = checks whose parameters were valid (``passed``) ÷ checks, the same ratio progressive
   enforcement folds (``projections.enforcement``); ``None`` with no checks. Rates are rounded to 4 places.
-* **blocked** = checks whose call was refused (``allowed`` false: outcome ``blocked`` or ``invalid_call``);
+* **blocked** = checks whose call was refused (``allowed`` false: outcome ``blocked``, ``invalid_call`` or
+  ``oversized``);
   ``by_outcome`` keeps the exact split.
 * **current level** of an agent for a tool/action = :func:`ledger.enforcement.effective_level` of the rule the
   server has loaded *now* (rules are configuration, not events) and the agent's checks up to the report's
@@ -193,7 +194,7 @@ class ParameterCount(BaseModel):
 
 
 class EnforcementTotals(BaseModel):
-    """Every check in scope: ``blocked`` = calls refused (outcome blocked or invalid_call)."""
+    """Every check in scope: ``blocked`` = calls refused (outcome blocked, invalid_call or oversized)."""
 
     checks: int
     passed: int
@@ -204,6 +205,7 @@ class EnforcementTotals(BaseModel):
     recorded: int
     bypassed: int
     invalid_calls: int
+    oversized: int = Field(0, description="calls refused for exceeding the hard size limits (at every level)")
     disabled: int
     compliance_rate: float | None
 
@@ -317,6 +319,7 @@ def summarise(
         recorded=total.outcomes["recorded"],
         bypassed=total.outcomes["bypassed"],
         invalid_calls=total.outcomes["invalid_call"],
+        oversized=total.outcomes["oversized"],
         disabled=total.outcomes["disabled"],
         compliance_rate=_rate(passed, checks),
     )

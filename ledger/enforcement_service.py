@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import enforcement as enf
+from ledger import enforcement_limits as limits
 from ledger import workflow as wf
 from ledger.errors import InvalidInput
 from ledger.events import ParameterChecked, TaskWorkRecorded
@@ -68,28 +69,28 @@ class EnforcementCommands(WorkflowCommands):
     def check_parameters(
         self, actor: Actor, tool: str, action: str, params: Mapping[str, Any], session_id: str | None = None
     ) -> Check:
-        """Decide on a call's parameters at the agent's current level and record the check."""
+        """Decide on a call's parameters at the agent's current level and record the check.
+
+        The session, when one is sent, must be the caller's own open session (``_open_session``): a call in
+        another agent's, an unknown or a closed session is refused before anything is recorded. A call over the
+        hard size limits (``ledger.enforcement_limits``) is refused at every level, and its check records the
+        sizes, never the values."""
+        too_big = limits.oversized(params)
         rules = self.config.enforcement_rules
         rule = rules.rule_for(tool, action, actor.agent)
         stream = enf_proj.STREAM_PREFIX + actor.agent
 
         def attempt() -> Check:
+            session = self._open_session_if(actor, session_id)
             version, stats = self._stats(actor.agent)
             base = rule.level if rule is not None else enf.EnforcementLevel.DISABLED
             validation: enf.Validation | None = None
             error: str | None = None
-            try:
-                validation = enf.validate(tool, action, dict(params), require=rule.required_params if rule else ())
-                current = stats.get((tool, action), enf_proj.AgentToolStats())
-                level = (
-                    enf.effective_level(rule.level, current.checks, current.passed, rules.progressive)
-                    if rule is not None
-                    else enf.EnforcementLevel.DISABLED
-                )
-                decision = enf.decide(rule, level, validation)
-            except Exception as exc:  # enforcement itself failed: closed, unless the rule says fail_open
-                error = f"{type(exc).__name__}: {exc}"
-                decision = enf.decide_internal_error(rule, tool, action, dict(params), error)
+            if too_big:
+                level = rules.level_for(tool, action, actor.agent, stats.get((tool, action), enf_proj.AgentToolStats()))
+                decision = enf.decide_oversized(tool, action, level, params, too_big)
+            else:
+                validation, decision, error = _decide(rule, rules, tool, action, params, stats)
             task_id = params.get("task_id")
             event = ParameterChecked(
                 tool=tool,
@@ -100,13 +101,15 @@ class EnforcementCommands(WorkflowCommands):
                 passed=decision.passed,
                 allowed=decision.allow,
                 missing=list(validation.missing_parameters) if validation else [],
-                invalid=dict(validation.invalid_parameters) if validation else {},
+                invalid={
+                    k: limits.clip(v) for k, v in (validation.invalid_parameters if validation else too_big).items()
+                },
                 unknown=list(validation.unknown_parameters) if validation else [],
-                task_id=task_id if isinstance(task_id, str) else None,
-                session_id=session_id,
-                error=error,
+                task_id=task_id if isinstance(task_id, str) and len(task_id) <= limits.MAX_ID_CHARS else None,
+                session_id=session.session_id if session is not None else None,
+                error=limits.clip(error) if error else None,
             )
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, session_id))
+            [rec] = self.store.append(stream, version, [event], self._meta(actor, session))
             return Check(decision, validation, base, rec.position)
 
         return self._retrying(attempt)
@@ -205,6 +208,30 @@ class EnforcementCommands(WorkflowCommands):
             return self._info(after)
 
         return self._retrying(attempt)
+
+
+def _decide(
+    rule: enf.Rule | None,
+    rules: enf.RuleSet,
+    tool: str,
+    action: str,
+    params: Mapping[str, Any],
+    stats: Stats,
+) -> tuple[enf.Validation | None, enf.Decision, str | None]:
+    """Validate the parameters and decide at the agent's progressive level; an exception inside enforcement fails
+    closed unless the rule says ``fail_open``."""
+    try:
+        validation = enf.validate(tool, action, dict(params), require=rule.required_params if rule else ())
+        current = stats.get((tool, action), enf_proj.AgentToolStats())
+        level = (
+            enf.effective_level(rule.level, current.checks, current.passed, rules.progressive)
+            if rule is not None
+            else enf.EnforcementLevel.DISABLED
+        )
+        return validation, enf.decide(rule, level, validation), None
+    except Exception as exc:  # enforcement itself failed: closed, unless the rule says fail_open
+        error = f"{type(exc).__name__}: {exc}"
+        return None, enf.decide_internal_error(rule, tool, action, dict(params), error), error
 
 
 def _given(check: Check, params: Mapping[str, Any]) -> dict[str, Any]:

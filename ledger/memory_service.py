@@ -99,8 +99,7 @@ class MemoryCommands(LedgerBase):
         block_id = memory.block_id_for(content)
 
         def attempt() -> RememberResult:
-            if session_id is not None:
-                self._open_session(actor, session_id)
+            session = self._open_session_if(actor, session_id)
             state = self.store.load_stream(memory.stream_for(block_id))
             event = memory.decide_remember(
                 stream_version=state.version,
@@ -110,7 +109,7 @@ class MemoryCommands(LedgerBase):
                 session_id=session_id,
                 category=clean_category,
             )
-            self.store.append(state.stream, state.version, [event], self._meta(actor, session_id))
+            self.store.append(state.stream, state.version, [event], self._meta(actor, session))
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
             return RememberResult(block_id=block_id, status=status)
 
@@ -138,8 +137,7 @@ class MemoryCommands(LedgerBase):
         if identity is not None:
             wanted.append((memory.check_content(identity), ["self/context"]))
         wanted += [(memory.check_content(v), ["self/value"]) for v in values]
-        if session_id is not None:
-            self._open_session(actor, session_id)
+        session = self._open_session_if(actor, session_id)
         created: list[str] = []
         present: list[str] = []
         for content, tags in wanted:
@@ -152,7 +150,7 @@ class MemoryCommands(LedgerBase):
                 event = memory.decide_remember(
                     stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
                 )
-                self.store.append(stream, 0, [event], self._meta(actor, session_id))
+                self.store.append(stream, 0, [event], self._meta(actor, session))
                 created.append(block_id)
             except ConcurrencyError:  # another process seeded it at the same moment
                 present.append(block_id)
@@ -186,9 +184,7 @@ class MemoryCommands(LedgerBase):
             query = memory.check_query(query)
 
         def attempt() -> RecallResult:
-            stream = memory_proj.STREAM
-            if session_id is not None:
-                stream, version, view = self._open_session(actor, session_id)
+            session = self._open_session_if(actor, session_id)
             # Search first: the graph caught up afterwards holds every block the index returned.
             hits = self.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
             with self._memory_lock:
@@ -216,10 +212,10 @@ class MemoryCommands(LedgerBase):
                 active_hours=round(clock.now, 6),
                 token_expires_at=expires,
             )
-            if session_id is not None:
-                [rec], _ = self._append_to_session(actor, stream, version, view, [event])
+            if session is not None:
+                [rec], _ = self._append_to_session(actor, session, [event])
             else:
-                [rec] = self.store.append(stream, memory_version, [event], self._meta(actor, None))
+                [rec] = self.store.append(memory_proj.STREAM, memory_version, [event], self._meta(actor, None))
             return RecallResult(
                 frame=spec.name,
                 query=query,
@@ -293,14 +289,13 @@ class MemoryCommands(LedgerBase):
         note = memory.check_note(note)
 
         def attempt() -> OutcomeResult:
-            if session_id is not None:
-                self._open_session(actor, session_id)
+            session = self._open_session_if(actor, session_id)
             with self._memory_lock:
                 graph, _ = self._live()
                 before = [self._live_block(graph, b) for b in ids]
                 version = graph.version
             event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)
-            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, session_id))
+            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, session))
             changes = []
             for b in before:
                 after = memory_proj.evolve_block(b.block_id, b, rec)

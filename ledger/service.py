@@ -28,7 +28,7 @@ from ledger import (
 from ledger.canonical import require_utf8
 from ledger.chain import ChainReport
 from ledger.enforcement_service import EnforcementCommands
-from ledger.errors import ConcurrencyError, Conflict, Forbidden, InvalidInput, NotFound
+from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
     ApiKeyIssued,
     ComplianceStamped,
@@ -181,15 +181,12 @@ class Ledger(EnforcementCommands, MemoryCommands):
                     )
                 )
             ]
-        _, view = self._append_to_session(actor, sessions.stream_for(session_id), 0, None, list(events))
-        assert view is not None
-        return SessionInfo.of(view)
+        return SessionInfo.of(self._start_session(actor, session_id, list(events)))
 
     def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
         def attempt() -> SessionInfo:
-            stream, version, view = self._open_session(actor, session_id)
-            _, final = self._append_to_session(actor, stream, version, view, list(sessions.decide_clock_out(view)))
-            assert final is not None
+            session = self._open_session(actor, session_id)
+            _, final = self._append_to_session(actor, session, list(sessions.decide_clock_out(session.view)))
             return SessionInfo.of(final)
 
         return self._retrying(attempt)
@@ -225,10 +222,10 @@ class Ledger(EnforcementCommands, MemoryCommands):
         require_utf8(proof_candidate, "proof")
 
         def attempt() -> AnchorResult:
-            stream, version, view = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id)
+            view = session.view
             if view.anchor_locked:
-                [rec], after = self._append_to_session(actor, stream, version, view, anchoring.decide_refusal(view))
-                assert after is not None
+                [rec], after = self._append_to_session(actor, session, anchoring.decide_refusal(view))
                 message = anchoring.locked_message(session_id)
                 return AnchorResult(
                     validated=False,
@@ -268,8 +265,7 @@ class Ledger(EnforcementCommands, MemoryCommands):
                 phase=ctx.phase,
                 files=ctx.files,
             )
-            recorded, after = self._append_to_session(actor, stream, version, view, events)
-            assert after is not None
+            recorded, after = self._append_to_session(actor, session, events)
             return AnchorResult(
                 validated=validation.validated,
                 canonical_proof=validation.canonical_proof,
@@ -288,12 +284,8 @@ class Ledger(EnforcementCommands, MemoryCommands):
         """A person lifts an anchor lock; the unlock is an event naming who and why."""
 
         def attempt() -> SessionState:
-            if not actor.admin:
-                raise Forbidden("only an administrator can unlock a session", "ask a person with an admin key")
-            stream, version, view = self._session(session_id)
-            if view is None:
-                raise NotFound(f"session {session_id} does not exist", "check the session id")
-            self._append_to_session(actor, stream, version, view, anchoring.decide_unlock(view, reason))
+            session = self._administer_session(actor, session_id, "unlock a session")
+            self._append_to_session(actor, session, anchoring.decide_unlock(session.view, reason))
             return self.session_state(session_id)
 
         return self._retrying(attempt)
@@ -312,17 +304,17 @@ class Ledger(EnforcementCommands, MemoryCommands):
         limit = memory.check_limit(limit)
 
         def attempt() -> SearchResult:
-            stream, version, view = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id)
             hits = self.index.search(query, limit)
             events = gate.decide_search(
-                view,
+                session.view,
                 query=query,
                 limit=limit,
                 result_ids=[h.block_id for h in hits],
                 now=self.clock(),
                 ttl=self.config.token_ttl,
             )
-            self._append_to_session(actor, stream, version, view, events)
+            self._append_to_session(actor, session, events)
             return SearchResult(
                 results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
                 count=len(hits),
@@ -339,9 +331,9 @@ class Ledger(EnforcementCommands, MemoryCommands):
         signer = self._signer()  # before deciding: a PASS must never be recorded without its receipt
 
         def attempt() -> AssertResult:
-            stream, version, view = self._open_session(actor, session_id)
-            decision = gate.decide_assert(view, self.clock(), require_anchor=self.config.require_anchor)
-            [rec], _ = self._append_to_session(actor, stream, version, view, [decision])
+            session = self._open_session(actor, session_id)
+            decision = gate.decide_assert(session.view, self.clock(), require_anchor=self.config.require_anchor)
+            [rec], _ = self._append_to_session(actor, session, [decision])
             if isinstance(decision, ComplianceStamped):
                 receipt = receipts.sign(
                     signer,

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 from ledger import clock as _clock
 from ledger import project_context, receipts, sessions, signing
 from ledger.enforcement import RuleSet, load_rules
-from ledger.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
+from ledger.errors import ConcurrencyError, Forbidden, InvalidInput, NotFound, NotInitialised, StoreUnavailable
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore
@@ -40,6 +40,18 @@ class Actor:
     source: Source = "cli"
     correlation_id: str | None = None
     admin: bool = False  # may unlock sessions; agents over MCP never are
+
+
+@dataclass(frozen=True)
+class SessionGrant:
+    """A session the caller may act in, as read at ``version``: returned by ``LedgerBase._open_session`` (the
+    caller owns it and it is open) or ``_administer_session`` (an admin). Event metadata accepts a session only
+    in this form, so no command can record a session id it has not checked."""
+
+    session_id: str
+    stream: str
+    version: int
+    view: SessionView
 
 
 @dataclass(frozen=True)
@@ -73,12 +85,13 @@ class LedgerBase:
 
     # --- plumbing -------------------------------------------------------------------------------------
 
-    def _meta(self, actor: Actor, session_id: str | None) -> dict[str, Any]:
+    def _meta(self, actor: Actor, session: SessionGrant | None) -> dict[str, Any]:
+        """An event's metadata. A session id gets in only as a :class:`SessionGrant`, i.e. once it was checked."""
         meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
         if actor.admin:
             meta["admin"] = True
-        if session_id:
-            meta["session_id"] = session_id
+        if session is not None:
+            meta["session_id"] = session.session_id
         if actor.correlation_id:
             meta["correlation_id"] = actor.correlation_id
         return meta
@@ -117,18 +130,48 @@ class LedgerBase:
                 while len(self._session_cache) > SESSION_CACHE_SIZE:
                     self._session_cache.popitem(last=False)
 
-    def _open_session(self, actor: Actor, session_id: str) -> tuple[str, int, SessionView]:
+    def _open_session(self, actor: Actor, session_id: str) -> SessionGrant:
+        """THE check for every command that acts in a session: the id is well formed, the session exists, belongs
+        to the caller and is open — else :class:`InvalidInput`, :class:`NotFound`, :class:`Forbidden` or
+        :class:`Conflict` saying what to send instead. Commands call it before they append anything."""
         stream, version, view = self._session(session_id)
-        return stream, version, sessions.authorise(view, session_id, actor.agent)
+        return SessionGrant(session_id, stream, version, sessions.authorise(view, session_id, actor.agent))
 
-    def _append_to_session(
-        self, actor: Actor, stream: str, version: int, view: SessionView | None, events: Sequence[DomainEvent]
-    ) -> tuple[list[RecordedEvent], SessionView | None]:
-        session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
-        recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
+    def _open_session_if(self, actor: Actor, session_id: str | None) -> SessionGrant | None:
+        """:meth:`_open_session` for commands whose session is optional (``None`` when none was sent)."""
+        return None if session_id is None else self._open_session(actor, session_id)
+
+    def _administer_session(self, actor: Actor, session_id: str, doing: str) -> SessionGrant:
+        """A person (an admin credential) acting on any agent's session, open or closed — e.g. an anchor unlock."""
+        if not actor.admin:
+            raise Forbidden(f"only an administrator can {doing}", "ask a person with an admin key")
+        stream, version, view = self._session(session_id)
+        if view is None:
+            raise NotFound(f"session {session_id} does not exist", "check the session id")
+        return SessionGrant(session_id, stream, version, view)
+
+    def _start_session(self, actor: Actor, session_id: str, events: Sequence[DomainEvent]) -> SessionView:
+        """Append a new session's first events (clock in): the caller owns what it opens."""
+        stream = sessions.stream_for(session_id)
+        meta = {**self._meta(actor, None), "session_id": session_id}
+        recorded = self.store.append(stream, 0, events, meta)
+        view: SessionView | None = None
         for rec in recorded:
             view = session_proj.evolve(view, rec)
-        self._cache_session(stream, version + len(recorded), view)
+        assert view is not None
+        self._cache_session(stream, len(recorded), view)
+        return view
+
+    def _append_to_session(
+        self, actor: Actor, session: SessionGrant, events: Sequence[DomainEvent]
+    ) -> tuple[list[RecordedEvent], SessionView]:
+        """Append to a granted session's stream (at the version it was read at) and return the view after."""
+        recorded = self.store.append(session.stream, session.version, events, self._meta(actor, session))
+        view: SessionView | None = session.view
+        for rec in recorded:
+            view = session_proj.evolve(view, rec)
+        assert view is not None
+        self._cache_session(session.stream, session.version + len(recorded), view)
         return recorded, view
 
     def _signer(self) -> signing.SigningKey:

@@ -55,8 +55,9 @@ def decide_clock_in(
     return [SessionStarted(session_id=session_id, agent=agent, role=role, working_dir=working_dir, focus=focus)]
 
 
-def authorise(view: SessionView | None, session_id: str, agent: str, *, must_be_open: bool = True) -> SessionView:
-    """Return the session if ``agent`` may act on it; otherwise raise the error that says why."""
+def authorise(view: SessionView | None, session_id: str, agent: str) -> SessionView:
+    """Return the session if ``agent`` may act in it — it exists, is the agent's own and is open (a clocked-out
+    session accepts no further actions, whatever the command); otherwise raise the error that says why."""
     if view is None:
         raise NotFound(f"session {session_id} does not exist", "call clock_in and use the session_id it returns")
     if view.agent != agent:
@@ -64,7 +65,7 @@ def authorise(view: SessionView | None, session_id: str, agent: str, *, must_be_
             f"session {session_id} belongs to another agent",
             "use a session you opened yourself with clock_in",
         )
-    if must_be_open and not view.is_open:
+    if not view.is_open:
         raise Conflict(f"session {session_id} has been clocked out", "call clock_in to open a new session")
     return view
 

@@ -196,18 +196,19 @@ class WorkflowCommands(LedgerBase):
             )
 
         def attempt() -> TransitionResult:
-            _, _, session = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id)
+            role = session.view.role
             stream, version, task = self._task(task_id)
             target = wf.target_status(task, to_status)
-            rule = flow.rule_for(task.task_type, task.status, target, session.role)
+            rule = flow.rule_for(task.task_type, task.status, target, role)
             proofs = {
                 name: self._prove(name, task.dna[name], task, actor.agent)
                 for name in (rule.requires_dna if rule else ())
                 if task.dna.get(name) not in (None, "")
             }
-            event = wf.decide_transition(flow, task, to_status, session.role, admin=actor.admin, proofs=proofs)
+            event = wf.decide_transition(flow, task, to_status, role, admin=actor.admin, proofs=proofs)
             events = [event, *with_events] if isinstance(event, TaskTransitioned) else [event]
-            recorded = self.store.append(stream, version, events, self._meta(actor, session_id))
+            recorded = self.store.append(stream, version, events, self._meta(actor, session))
             rec = recorded[0]
             after: TaskView | None = task
             for r in recorded:
