@@ -93,7 +93,7 @@ def brain_actor(ledger: Ledger, caller: Actor, agent_id: str | None) -> tuple[Ac
 
     With API keys the key's agent wins; without (loopback dev mode) the body's ``agent_id`` is the agent.
     """
-    if ledger.api_keys():
+    if caller.by_key:
         return caller, agent_id is not None and agent_id != caller.agent
     if agent_id is None:
         return caller, False

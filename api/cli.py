@@ -179,12 +179,78 @@ def init(
 def keys_add(
     ctx: typer.Context,
     agent: Annotated[str, typer.Option(help="agent this key identifies")],
-    admin: Annotated[bool, typer.Option("--admin", help="may use administrative routes (unlock)")] = False,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="role admin: everything, plus unlock, keys and human roles")
+    ] = False,
+    auditor: Annotated[bool, typer.Option("--auditor", help="role auditor: reads everything, changes nothing")] = False,
 ) -> None:
-    """Issue an API key for an agent. The key is printed once; only its hash is stored."""
+    """Issue an API key for an agent (role agent: acts, and reads only its own). Printed once; only its hash is
+    stored."""
+    if admin and auditor:
+        raise _fail(InvalidInput("--admin and --auditor were both given", "choose one role (or neither: agent)"))
     with _ledger(ctx) as ledger:
-        created = ledger.issue_api_key(OPERATOR, agent, admin=admin)
-    err.print(f"API key {created.key_id} for agent {created.agent!r} — shown once, store it now:")
+        created = ledger.issue_api_key(OPERATOR, agent, role="admin" if admin else "auditor" if auditor else "agent")
+    err.print(
+        f"API key {created.key_id} for agent {created.agent!r} (role {created.role}) — shown once, store it now:",
+        markup=False,
+    )
+    out.print(created.api_key, highlight=False)
+
+
+@keys_app.command("list")
+def keys_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every key ever issued: id, agent, role, issued at, and revoked at / by / why."""
+    with _ledger(ctx) as ledger:
+        listed = ledger.api_key_list(OPERATOR)
+    if as_json:
+        _print_json([k.model_dump(mode="json") for k in listed])
+        return
+    table = Table(
+        Column("key id", no_wrap=True),
+        Column("agent", overflow="fold"),
+        "role",
+        Column("issued at", no_wrap=True),
+        Column("revoked", overflow="fold"),
+        box=box.SIMPLE_HEAD,
+    )
+    for k in listed:
+        revoked = "-"
+        if k.revoked_at is not None:
+            revoked = f"{_minute(k.revoked_at)} by {k.revoked_by or '?'}" + (f": {k.reason}" if k.reason else "")
+            revoked += f" (replaced by {k.replaced_by})" if k.replaced_by else ""
+        table.add_row(k.key_id, k.agent, k.role, _minute(k.issued_at), revoked)
+    out.print(table if listed else "no API keys issued")
+
+
+def _minute(moment: _dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%MZ")
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="the key's id, as `keys list` shows it")],
+    reason: Annotated[str | None, typer.Option(help="why (recorded in the ledger)")] = None,
+) -> None:
+    """Revoke a key. Every server on this database refuses it from its next request on."""
+    with _ledger(ctx) as ledger:
+        revoked = ledger.revoke_api_key(OPERATOR, key_id, reason)
+    out.print(f"revoked {revoked.key_id} (agent {revoked.agent!r}, role {revoked.role})", markup=False)
+
+
+@keys_app.command("rotate")
+def keys_rotate(
+    ctx: typer.Context, key_id: Annotated[str, typer.Argument(help="the key to replace, as `keys list` shows it")]
+) -> None:
+    """Issue a new key for the same agent and role and revoke the old one (one event append). The new key is
+    printed once."""
+    with _ledger(ctx) as ledger:
+        created = ledger.rotate_api_key(OPERATOR, key_id)
+    err.print(
+        f"revoked {key_id}; new API key {created.key_id} for agent {created.agent!r} (role {created.role}) — "
+        "shown once, store it now:",
+        markup=False,
+    )
     out.print(created.api_key, highlight=False)
 
 
@@ -314,9 +380,10 @@ def serve(
     )
     try:
         ledger, report = initialise(settings, seed_new=True)
-        keys = ledger.api_keys()
+        ring = ledger.key_ring()
     except LedgerError as exc:
         raise _fail(exc) from exc
+    keys = ring.ever_issued  # once any key was issued every request needs a live one, even if all are revoked
     if not _is_loopback(settings.host) and not keys:
         ledger.store.engine.dispose()
         raise _fail(
@@ -328,7 +395,11 @@ def serve(
     err.print(f"Compliance Ledger on http://{settings.host}:{settings.port}  (REST; MCP at /mcp; docs at /docs)")
     err.print(
         f"database {redact(report.database_url)}; "
-        + (f"{len(keys)} API key(s) required" if keys else f"no API keys: callers act as {settings.agent!r}")
+        + (
+            f"API keys required ({len(ring.active())} live)"
+            if keys
+            else f"no API keys: callers act as {settings.agent!r}"
+        )
     )
     if settings.cors_origins:
         err.print(f"CORS allowed for /mcp and /api/v1/ from {', '.join(settings.cors_origins)}")
@@ -990,7 +1061,8 @@ def doctor(ctx: typer.Context) -> None:
         )
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
-        row("API keys", True, f"{len(ledger.api_keys())} issued")
+        ring = ledger.key_ring()
+        row("API keys", True, f"{len(ring.keys)} issued, {len(ring.keys) - len(ring.active())} revoked")
     except LedgerError as exc:
         row("database", False, f"{exc.message} — {exc.hint}")
     finally:

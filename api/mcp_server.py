@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field
 
-from api.auth import agent_from_headers
+from api.auth import identity_from_headers
 from ledger import gate
 from ledger.errors import LedgerError, StoreUnavailable
 from ledger.recall import MAX_TOP_K
@@ -163,7 +163,9 @@ def build_mcp(
         if agent:
             return Actor(agent, "mcp")
         headers: Mapping[str, str] = ctx.headers or {}
-        return Actor(_ledger_call(lambda: agent_from_headers(ledger, headers, fallback_agent)), "mcp")
+        # Without keys an MCP caller is an agent (never the administrator); with one, the key's agent and role.
+        who = _ledger_call(lambda: identity_from_headers(ledger, headers, fallback_agent, fallback_role="agent"))
+        return who.actor("mcp")
 
     def session_of(session_id: str | None) -> str:
         sid = session_id or default["session_id"]

@@ -24,8 +24,9 @@ How the numbers are made:
   ``_count`` moves with ``parameter_validation_total``. Validation alone is benchmarked by
   ``scripts/bench_enforcement.py``.
 * **Authentication** is the other routes' (``Caller``): open while no API key exists (the server then binds
-  loopback only), a key once keys exist — give Prometheus one (``keys add --agent prometheus``) and set it as
-  the scrape's bearer credentials.
+  loopback only), a key once keys exist. ``/metrics`` counts every agent, so it needs an auditor or admin key
+  — give Prometheus one (``keys add --agent prometheus --auditor``) and set it as the scrape's bearer
+  credentials. ``/reports/enforcement`` shows an agent key only its own rows.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from api.rest import Caller
+from ledger import access
 from ledger.enforcement import EnforcementLevel, Outcome
 from ledger.enforcement_report import COUNTED_TYPES, EnforcementReport, LedgerCounts, enforcement_report
 from ledger.enforcement_service import Check
@@ -194,16 +196,17 @@ def router(ledger: Ledger) -> APIRouter:
         response_class=Response,
         responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text exposition format 0.0.4"}},
     )
-    def metrics(_who: Caller) -> Response:
+    def metrics(who: Caller) -> Response:
+        access.require_overview(who, "the metrics")
         return Response(generate_latest(registry), media_type=CONTENT_TYPE)
 
     @api.get("/reports/enforcement", response_model=EnforcementReport, tags=["reports"])
     def report(
-        _who: Caller,
+        who: Caller,
         agent: str | None = None,
         as_of: _dt.datetime | None = None,
         position: int | None = Query(None, ge=0),
     ) -> Any:
-        return enforcement_report(ledger, agent, as_of=as_of, position=position)
+        return enforcement_report(ledger, access.report_agent(who, agent), as_of=as_of, position=position)
 
     return api

@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import agent_from_headers, identity_from_headers
+from api.auth import identity_from_headers
 from api.mcp_server import build_mcp
 from api.render import event_dict
 from api.settings import Settings
-from ledger import memory
+from ledger import access, memory
 from ledger.errors import InvalidInput, LedgerError, StoreUnavailable
 from ledger.recall import MAX_TOP_K
 from ledger.results import (
@@ -137,7 +137,7 @@ class _McpEndpoint:
                 scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/"}
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
             try:
-                agent_from_headers(self.ledger, headers, self.fallback_agent)
+                identity_from_headers(self.ledger, headers, self.fallback_agent)
             except StoreUnavailable:
                 pass  # every tool needs the store and fails closed on its own, with guidance
             except LedgerError as exc:
@@ -147,14 +147,27 @@ class _McpEndpoint:
         await self.app(scope, receive, send)
 
 
-def current_actor(request: Request) -> Actor:
-    """The caller, resolved from the API key (or the local agent when no keys exist)."""
+READING_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def reading_actor(request: Request) -> Actor:
+    """The caller, resolved from the API key (or the local agent, an administrator, when no key exists)."""
     settings: Settings = request.app.state.settings
-    who = identity_from_headers(request.app.state.ledger, request.headers, settings.agent)
-    return Actor(who.agent, "rest", admin=who.admin)
+    return identity_from_headers(request.app.state.ledger, request.headers, settings.agent).actor("rest")
+
+
+def current_actor(request: Request) -> Actor:
+    """The caller of any route; on a route that changes state (not GET) a read-only role (auditor) is refused
+    here, before the route runs, as the service would refuse its append."""
+    actor = reading_actor(request)
+    if request.method not in READING_METHODS:
+        access.require_writer(actor)
+    return actor
 
 
 Caller = Annotated[Actor, Depends(current_actor)]
+# For the few POST routes that only read (POST /stamps/verify): an auditor may call them.
+Reader = Annotated[Actor, Depends(reading_actor)]
 
 
 def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
@@ -213,11 +226,11 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     @app.get("/sessions/{session_id}", response_model=SessionState, tags=["sessions"])
     def session_state(
         session_id: str,
-        _who: Caller,
+        who: Caller,
         as_of: _dt.datetime | None = None,
         position: int | None = Query(None, ge=0),
     ) -> Any:
-        return ledger.session_state(session_id, as_of=as_of, position=position)
+        return ledger.session_state(session_id, as_of=as_of, position=position, viewer=who)
 
     @app.post("/memory/blocks", response_model=RememberResult, tags=["memory"])
     def remember(body: Remember, who: Caller) -> Any:
@@ -269,7 +282,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         return ledger.assert_compliance(who, body.session_id)
 
     @app.post("/stamps/verify", response_model=StampVerification, tags=["gate"])
-    def verify_stamp(body: VerifyStamp, _who: Caller) -> Any:
+    def verify_stamp(body: VerifyStamp, _who: Reader) -> Any:
         return ledger.verify_stamp(body.receipt)
 
     @app.post("/anchors", response_model=AnchorResult, tags=["anchor"])
@@ -282,39 +295,33 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
 
     @app.get("/events", response_model=EventsPage, tags=["audit"])
     def events(
-        _who: Caller,
+        who: Caller,
         stream: str | None = None,
         type: str | None = None,
         after: int = Query(0, ge=0),
         limit: int = Query(100, ge=1, le=MAX_EVENTS_PAGE),
     ) -> Any:
-        rows = []
-        for rec in ledger.store.iter_records(
-            after, stream=stream, types=[type] if type else None, batch_size=limit + 1
-        ):
-            rows.append(rec)
-            if len(rows) > limit:
-                break
-        more = len(rows) > limit
-        rows = rows[:limit]
-        return EventsPage(events=[event_dict(r) for r in rows], next_after=rows[-1].position if more and rows else None)
+        """The log in position order; an agent key sees only the events recorded for it."""
+        rows, next_after = ledger.events_page(who, after=after, limit=limit, stream=stream, event_type=type)
+        return EventsPage(events=[event_dict(r) for r in rows], next_after=next_after)
 
     @app.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
     def compliance_report(
-        _who: Caller,
+        who: Caller,
         agent: str | None = None,
         as_of: _dt.datetime | None = None,
         position: int | None = Query(None, ge=0),
     ) -> Any:
-        return ledger.compliance_report(agent, as_of=as_of, position=position)
+        return ledger.compliance_report(agent, as_of=as_of, position=position, viewer=who)
 
-    from api import brain, metrics, tasks  # their routes use this module's Caller
+    from api import brain, keys, metrics, tasks  # their routes use this module's Caller
     from api.cors import ScopedCors
 
     app.include_router(tasks.router())
     app.include_router(metrics.router(ledger))  # /metrics (its own registry) and /reports/enforcement
     app.include_router(brain.router())
     app.include_router(checkpointing.router(ledger, settings))
+    app.include_router(keys.router())
     app = _with_mcp_endpoint(app, ledger, settings)
     if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]

@@ -45,16 +45,17 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
     def task_get(ctx: Context, task_id: str) -> TaskInfo:
         """A task: status, role, DNA, and the transitions the table offers from its status."""
-        tools.actor(ctx)
-        return _ledger_call(lambda: ledger.task_get(task_id))
+        who = tools.actor(ctx)
+        return _ledger_call(lambda: ledger.task_get(task_id, viewer=who))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
     def task_list(
         ctx: Context, status: str | None = None, role: str | None = None, task_type: str | None = None
     ) -> list[TaskInfo]:
-        """Tasks, filtered by status, role or type."""
-        tools.actor(ctx)
-        return _ledger_call(lambda: ledger.task_list(status=status, role=role, task_type=task_type))
+        """Tasks, filtered by status, role or type (with an agent key: open tasks and those you created or acted
+        on)."""
+        who = tools.actor(ctx)
+        return _ledger_call(lambda: ledger.task_list(status=status, role=role, task_type=task_type, viewer=who))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def task_update_dna(
@@ -119,23 +120,23 @@ def router() -> APIRouter:
 
     @api.get("/tasks", response_model=list[TaskInfo])
     def list_tasks(
-        _who: Caller,
+        who: Caller,
         request: Request,
         status: str | None = None,
         role: str | None = None,
         task_type: str | None = None,
     ) -> Any:
-        return _ledger(request).task_list(status=status, role=role, task_type=task_type)
+        return _ledger(request).task_list(status=status, role=role, task_type=task_type, viewer=who)
 
     @api.get("/tasks/{task_id}", response_model=TaskInfo)
     def get(
         task_id: str,
-        _who: Caller,
+        who: Caller,
         request: Request,
         as_of: _dt.datetime | None = None,
         position: int | None = Query(None, ge=0),
     ) -> Any:
-        return _ledger(request).task_get(task_id, as_of=as_of, position=position)
+        return _ledger(request).task_get(task_id, as_of=as_of, position=position, viewer=who)
 
     @api.patch("/tasks/{task_id}/dna", response_model=TaskInfo)
     def update_dna(task_id: str, body: UpdateDna, who: Caller, request: Request) -> Any:

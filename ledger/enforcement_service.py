@@ -109,7 +109,7 @@ class EnforcementCommands(WorkflowCommands):
                 session_id=session.session_id if session is not None else None,
                 error=limits.clip(error) if error else None,
             )
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, session))
+            [rec] = self._append(actor, stream, version, [event], self._meta(actor, session))
             return Check(decision, validation, base, rec.position)
 
         return self._retrying(attempt)
@@ -202,7 +202,7 @@ class EnforcementCommands(WorkflowCommands):
             event = TaskWorkRecorded(
                 task_id=task_id, tool=tool, action=action, subtask_id=subtask_id, params=dict(params)
             )
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, None))
+            [rec] = self._append(actor, stream, version, [event], self._meta(actor, None))
             after = task_proj.evolve(view, rec)
             assert after is not None
             return self._info(after)

@@ -52,14 +52,32 @@ class SigningKeyBound(DomainEvent):
     public_key: str  # raw public key, base64url (the JWK's "x")
 
 
+KeyRole = Literal["agent", "auditor", "admin"]
+
+
 class ApiKeyIssued(DomainEvent):
-    """An API key was issued to an agent; only the key's SHA-256 is recorded."""
+    """An API key was issued to an agent with a role; only the key's SHA-256 is recorded.
+
+    v2 replaced the ``admin`` flag of v1 with ``role``: ``agent`` (reads only its own), ``auditor`` (reads
+    everything, changes nothing) or ``admin``.
+    """
 
     type_name: ClassVar[str] = "ApiKeyIssued"
+    schema_version: ClassVar[int] = 2
     key_id: str
     agent: str
     key_sha256: str
-    admin: bool = False
+    role: KeyRole = "agent"
+
+
+class ApiKeyRevoked(DomainEvent):
+    """An API key was revoked: from now on it identifies nobody. ``replaced_by`` names the key that a rotation
+    issued in the same append."""
+
+    type_name: ClassVar[str] = "ApiKeyRevoked"
+    key_id: str
+    reason: str | None = None
+    replaced_by: str | None = None
 
 
 # --- sessions ---------------------------------------------------------------------------------------------
@@ -334,6 +352,7 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
     SigningKeyBound,
     ApiKeyIssued,
+    ApiKeyRevoked,
     SessionStarted,
     SessionEnded,
     MemoryRemembered,
@@ -373,10 +392,16 @@ def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "category": data.get("category") or "knowledge"}
 
 
+def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    lifted = {k: v for k, v in data.items() if k != "admin"}
+    return {**lifted, "role": "admin" if data.get("admin") else "agent"}
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
     ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
+    ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
 }
 
 

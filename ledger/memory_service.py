@@ -109,7 +109,7 @@ class MemoryCommands(LedgerBase):
                 session_id=session_id,
                 category=clean_category,
             )
-            self.store.append(state.stream, state.version, [event], self._meta(actor, session))
+            self._append(actor, state.stream, state.version, [event], self._meta(actor, session))
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
             return RememberResult(block_id=block_id, status=status)
 
@@ -150,7 +150,7 @@ class MemoryCommands(LedgerBase):
                 event = memory.decide_remember(
                     stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
                 )
-                self.store.append(stream, 0, [event], self._meta(actor, session))
+                self._append(actor, stream, 0, [event], self._meta(actor, session))
                 created.append(block_id)
             except ConcurrencyError:  # another process seeded it at the same moment
                 present.append(block_id)
@@ -215,7 +215,7 @@ class MemoryCommands(LedgerBase):
             if session is not None:
                 [rec], _ = self._append_to_session(actor, session, [event])
             else:
-                [rec] = self.store.append(memory_proj.STREAM, memory_version, [event], self._meta(actor, None))
+                [rec] = self._append(actor, memory_proj.STREAM, memory_version, [event], self._meta(actor, None))
             return RecallResult(
                 frame=spec.name,
                 query=query,
@@ -257,7 +257,7 @@ class MemoryCommands(LedgerBase):
                     return None
                 event = rc.decide_curate(graph, clock, trigger)
                 version = graph.version
-            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, None))
+            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, None))
             return CurateResult(
                 trigger=trigger,
                 archived=len(event.archived),
@@ -295,7 +295,7 @@ class MemoryCommands(LedgerBase):
                 before = [self._live_block(graph, b) for b in ids]
                 version = graph.version
             event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)
-            [rec] = self.store.append(memory_proj.STREAM, version, [event], self._meta(actor, session))
+            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, session))
             changes = []
             for b in before:
                 after = memory_proj.evolve_block(b.block_id, b, rec)

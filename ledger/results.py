@@ -8,7 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ledger.anchoring import Enforcement
+from ledger.events import KeyRole
 from ledger.recall import Scored
+from projections.apikeys import KeyView
 from projections.compliance import AgentCompliance
 from projections.sessions import SessionView, TokenStatus
 
@@ -200,10 +202,47 @@ class ComplianceReport(BaseModel):
 
 
 class ApiKeyCreated(BaseModel):
+    """A key just issued (or issued by a rotation that revoked ``replaces``): the plaintext is shown only here."""
+
     key_id: str
     agent: str
+    role: KeyRole
     api_key: str
-    admin: bool = False
+    replaces: str | None = None
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
+
+class ApiKeyInfo(BaseModel):
+    """An issued key as ``keys list`` shows it: never the key or its hash."""
+
+    key_id: str
+    agent: str
+    role: KeyRole
+    issued_at: _dt.datetime
+    issued_by: str | None
+    position: int
+    revoked_at: _dt.datetime | None = None
+    revoked_by: str | None = None
+    reason: str | None = None
+    replaced_by: str | None = None
+
+    @classmethod
+    def of(cls, view: KeyView) -> ApiKeyInfo:
+        return cls(
+            key_id=view.key_id,
+            agent=view.agent,
+            role=view.role,
+            issued_at=view.issued_at,
+            issued_by=view.issued_by,
+            position=view.position,
+            revoked_at=view.revoked_at,
+            revoked_by=view.revoked_by,
+            reason=view.reason,
+            replaced_by=view.replaced_by,
+        )
 
 
 class AnchorResult(BaseModel):

@@ -7,13 +7,12 @@ Every adapter (MCP, REST, CLI) calls these and nothing else. The caller's identi
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import (
+    access,
     anchor,
     anchoring,
     checkpoints,
@@ -26,22 +25,21 @@ from ledger import (
     stamps,
 )
 from ledger.canonical import require_utf8
-from ledger.chain import ChainReport
+from ledger.chain import ChainReport, StoredRecord
 from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
-    ApiKeyIssued,
     ComplianceStamped,
     DomainEvent,
     LedgerInitialised,
     RecordedEvent,
     SigningKeyBound,
 )
+from ledger.keys_service import API_KEYS_STREAM, KeyCommands
 from ledger.memory_service import MemoryCommands, score_one, stats_of
 from ledger.results import (
     AgentReport,
     AnchorResult,
-    ApiKeyCreated,
     AssertResult,
     BlockOut,
     ComplianceReport,
@@ -58,14 +56,13 @@ from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
 from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, SESSIONS, ProjectionRunner
 
-__all__ = ["Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
+__all__ = ["API_KEYS_STREAM", "Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
 
-API_KEYS_STREAM = "apikeys"
 LEDGER_STREAM = "ledger"
 
 
 @dataclass
-class Ledger(EnforcementCommands, MemoryCommands):
+class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
     """The service: every command of every front end goes through here."""
 
     def initialise(self) -> bool:
@@ -192,14 +189,21 @@ class Ledger(EnforcementCommands, MemoryCommands):
         return self._retrying(attempt)
 
     def session_state(
-        self, session_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
+        self,
+        session_id: str,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        viewer: Actor | None = None,
     ) -> SessionState:
-        """The session and its token, now or as of a time or position."""
+        """The session and its token, now or as of a time or position (an agent key: only its own sessions)."""
         until = self._until(as_of, position)
         stream = sessions.stream_for(sessions.check_session_id(session_id))
         view = session_proj.fold(self.store.iter_events(0, until, stream=stream))
         if view is None:
             raise NotFound(f"session {session_id} does not exist (at that point)", "check the session id")
+        if viewer is not None:
+            access.require_session_reader(viewer, session_id, view.agent)
         moment = as_of or self.clock()
         return SessionState.at(view, moment, until if until is not None else self.store.head()[0])
 
@@ -383,9 +387,17 @@ class Ledger(EnforcementCommands, MemoryCommands):
     # --- reports --------------------------------------------------------------------------------------
 
     def compliance_report(
-        self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
+        self,
+        agent: str | None = None,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        viewer: Actor | None = None,
     ) -> ComplianceReport:
-        """Per-agent gate counts, live (tailing the log) or replayed to a time or position."""
+        """Per-agent gate counts, live (tailing the log) or replayed to a time or position (an agent key: its own
+        row only)."""
+        if viewer is not None:
+            agent = access.report_agent(viewer, agent)
         until = self._until(as_of, position)
         if until is None:
             with self._reports_lock:  # HTTP requests run on a thread pool; the live runner is shared
@@ -397,6 +409,35 @@ class Ledger(EnforcementCommands, MemoryCommands):
             position, agents = until, dict(runner.state(COMPLIANCE.name))
         rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
         return ComplianceReport(position=position, as_of=as_of, agents=rows)
+
+    def events_page(
+        self,
+        viewer: Actor | None = None,
+        *,
+        after: int = 0,
+        limit: int = 100,
+        stream: str | None = None,
+        event_type: str | None = None,
+    ) -> tuple[list[StoredRecord], int | None]:
+        """One page of the log after ``after`` and the position to continue from (``None`` on the last page).
+
+        An agent key sees only the events recorded for it; the filter runs in the store, so ``next_after`` is
+        the last position it returned and a page never skips or shows another agent's event.
+        """
+        rows: list[StoredRecord] = []
+        for rec in self.store.iter_records(
+            after,
+            stream=stream,
+            types=[event_type] if event_type else None,
+            agent=access.read_scope(viewer) if viewer is not None else None,
+            batch_size=limit + 1,
+        ):
+            rows.append(rec)
+            if len(rows) > limit:
+                break
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, rows[-1].position if more and rows else None
 
     def replay(
         self,
@@ -429,35 +470,6 @@ class Ledger(EnforcementCommands, MemoryCommands):
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the derived search index and rebuild it from the log."""
         return self.index.rebuild(progress)
-
-    # --- API keys -------------------------------------------------------------------------------------
-
-    def issue_api_key(self, actor: Actor, agent: str, *, admin: bool = False) -> ApiKeyCreated:
-        """Create an API key for ``agent``; the ledger records only its SHA-256."""
-        check_agent(agent)
-        plaintext = "clk_" + secrets.token_urlsafe(32)
-        digest = hashlib.sha256(plaintext.encode()).hexdigest()
-        key_id = "key_" + digest[:10]
-
-        def attempt() -> ApiKeyCreated:
-            state = self.store.load_stream(API_KEYS_STREAM)
-            event = ApiKeyIssued(key_id=key_id, agent=agent, key_sha256=digest, admin=admin)
-            self.store.append(API_KEYS_STREAM, state.version, [event], self._meta(actor, None))
-            return ApiKeyCreated(key_id=key_id, agent=agent, api_key=plaintext, admin=admin)
-
-        return self._retrying(attempt)
-
-    def api_keys(self) -> dict[str, ApiKeyIssued]:
-        """Every issued key, by the key's SHA-256."""
-        return {
-            rec.event.key_sha256: rec.event
-            for rec in self.store.load_stream(API_KEYS_STREAM).events
-            if isinstance(rec.event, ApiKeyIssued)
-        }
-
-    def agent_for_key(self, api_key: str) -> str | None:
-        issued = self.api_keys().get(hashlib.sha256(api_key.encode()).hexdigest())
-        return issued.agent if issued else None
 
 
 def _bindings(events: Sequence[RecordedEvent]) -> tuple[str | None, SigningKeyBound | None]:

@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from ledger import access, project_context, receipts, sessions, signing
 from ledger import clock as _clock
-from ledger import project_context, receipts, sessions, signing
 from ledger.enforcement import RuleSet, load_rules
-from ledger.errors import ConcurrencyError, Forbidden, InvalidInput, NotFound, NotInitialised, StoreUnavailable
-from ledger.events import DomainEvent, RecordedEvent
+from ledger.errors import ConcurrencyError, InvalidInput, NotFound, NotInitialised, StoreUnavailable
+from ledger.events import DomainEvent, KeyRole, RecordedEvent
 from ledger.search_index import SearchIndex
 from ledger.storage import SqlEventStore
 from ledger.workflow import Workflow, load_workflow
@@ -34,12 +34,26 @@ SESSION_CACHE_SIZE = 10_000  # session views kept per process; evicted least rec
 
 @dataclass(frozen=True)
 class Actor:
-    """Who is acting (from the credential) and through which front end."""
+    """Who is acting (from the credential), in which role, and through which front end.
+
+    ``role`` is the API key's (``agent`` | ``auditor`` | ``admin``; see :mod:`ledger.access`); ``admin=True`` is
+    shorthand for ``role="admin"`` and always equals ``role == "admin"``. ``by_key`` says the identity was
+    proven by an API key, which is what limits an agent's reads to its own.
+    """
 
     agent: str
     source: Source = "cli"
     correlation_id: str | None = None
-    admin: bool = False  # may unlock sessions; agents over MCP never are
+    admin: bool = False
+    role: KeyRole = "agent"
+    by_key: bool = False
+
+    def __post_init__(self) -> None:
+        if self.admin and self.role == "auditor":
+            raise ValueError("an actor cannot be both admin and auditor")
+        role: KeyRole = "admin" if self.admin else self.role
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "admin", role == "admin")
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,14 @@ class LedgerBase:
             meta["correlation_id"] = actor.correlation_id
         return meta
 
+    def _append(
+        self, actor: Actor, stream: str, expected_version: int, events: Sequence[DomainEvent], meta: dict[str, Any]
+    ) -> list[RecordedEvent]:
+        """Append for ``actor``: the one door every command's events go through, so a role that only reads
+        (an auditor key) is refused here, whatever the command, before anything is written."""
+        access.require_writer(actor)
+        return self.store.append(stream, expected_version, events, meta)
+
     def _retrying(self, attempt: Callable[[], T]) -> T:
         """Run load-decide-append again when another writer won the race for the stream."""
         for _ in range(self.config.max_conflict_retries):
@@ -134,6 +156,7 @@ class LedgerBase:
         """THE check for every command that acts in a session: the id is well formed, the session exists, belongs
         to the caller and is open — else :class:`InvalidInput`, :class:`NotFound`, :class:`Forbidden` or
         :class:`Conflict` saying what to send instead. Commands call it before they append anything."""
+        access.require_writer(actor)  # acting in a session records something: say why before "another agent's"
         stream, version, view = self._session(session_id)
         return SessionGrant(session_id, stream, version, sessions.authorise(view, session_id, actor.agent))
 
@@ -143,8 +166,7 @@ class LedgerBase:
 
     def _administer_session(self, actor: Actor, session_id: str, doing: str) -> SessionGrant:
         """A person (an admin credential) acting on any agent's session, open or closed — e.g. an anchor unlock."""
-        if not actor.admin:
-            raise Forbidden(f"only an administrator can {doing}", "ask a person with an admin key")
+        access.require_admin(actor, doing)
         stream, version, view = self._session(session_id)
         if view is None:
             raise NotFound(f"session {session_id} does not exist", "check the session id")
@@ -154,7 +176,7 @@ class LedgerBase:
         """Append a new session's first events (clock in): the caller owns what it opens."""
         stream = sessions.stream_for(session_id)
         meta = {**self._meta(actor, None), "session_id": session_id}
-        recorded = self.store.append(stream, 0, events, meta)
+        recorded = self._append(actor, stream, 0, events, meta)
         view: SessionView | None = None
         for rec in recorded:
             view = session_proj.evolve(view, rec)
@@ -166,7 +188,7 @@ class LedgerBase:
         self, actor: Actor, session: SessionGrant, events: Sequence[DomainEvent]
     ) -> tuple[list[RecordedEvent], SessionView]:
         """Append to a granted session's stream (at the version it was read at) and return the view after."""
-        recorded = self.store.append(session.stream, session.version, events, self._meta(actor, session))
+        recorded = self._append(actor, session.stream, session.version, events, self._meta(actor, session))
         view: SessionView | None = session.view
         for rec in recorded:
             view = session_proj.evolve(view, rec)

@@ -81,6 +81,9 @@ _VERSION_AND_HEAD = (
 
 _CHAIN_MESSAGE = "events is a hash chain: a new row must extend it (position = head + 1, prev_hash = head hash)"
 
+# The agent named in an event's metadata (``meta`` is canonical JSON text on both backends).
+_META_AGENT = {"sqlite": "json_extract(meta, '$.agent')", "postgresql": "(meta::json ->> 'agent')"}
+
 _TRIGGERS = {
     "sqlite": [
         """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
@@ -352,9 +355,13 @@ class SqlEventStore:
         *,
         stream: str | None = None,
         types: Sequence[str] | None = None,
+        agent: str | None = None,
         batch_size: int = 5000,
     ) -> Iterator[StoredRecord]:
-        """Yield stored records in position order, paging by position (no long-lived cursor)."""
+        """Yield stored records in position order, paging by position (no long-lived cursor).
+
+        ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
+        one agent's events never needs the others)."""
         while True:
             clauses: list[str] = ["position > ?"]
             params: list[Any] = [after]
@@ -367,6 +374,9 @@ class SqlEventStore:
             if types:
                 clauses.append(f"type IN ({', '.join('?' for _ in types)})")
                 params.extend(types)
+            if agent is not None:
+                clauses.append(_META_AGENT[self.dialect] + " = ?")
+                params.append(agent)
             page = self._select(" AND ".join(clauses), params, limit=batch_size)
             yield from page
             if len(page) < batch_size:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import memory, sessions
+from ledger import access, memory, sessions
 from ledger import workflow as wf
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
@@ -85,19 +85,34 @@ class WorkflowCommands(LedgerBase):
             subtasks=dict(view.subtasks),
         )
 
-    def task_get(self, task_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None) -> TaskInfo:
-        """A task now, or as of a moment or position."""
+    def task_get(
+        self,
+        task_id: str,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        viewer: Actor | None = None,
+    ) -> TaskInfo:
+        """A task now, or as of a moment or position (an agent key: see :func:`ledger.access.task_visible`)."""
         until = self._until(as_of, position)
         stream = stream_for(wf.check_task_id(task_id))
         view = task_proj.fold(self.store.iter_events(0, until, stream=stream))
         if view is None:
             raise NotFound(f"task {task_id} does not exist (at that point)", "check the task id")
+        if viewer is not None:
+            access.require_task_reader(viewer, view)
         return self._info(view)
 
     def task_list(
-        self, *, status: str | None = None, role: str | None = None, task_type: str | None = None
+        self,
+        *,
+        status: str | None = None,
+        role: str | None = None,
+        task_type: str | None = None,
+        viewer: Actor | None = None,
     ) -> list[TaskInfo]:
-        """Every task (filtered), oldest first."""
+        """Every task (filtered), oldest first; an agent key sees open tasks and those it created or acted on."""
+        scope = access.read_scope(viewer) if viewer is not None else None
         views: dict[str, TaskView | None] = {}
         for rec in self.store.iter_events(types=list(TASK_EVENT_TYPES)):
             key = task_proj.task_key(rec)
@@ -110,6 +125,7 @@ class WorkflowCommands(LedgerBase):
             and (status is None or v.status == status)
             and (role is None or v.role == role)
             and (task_type is None or v.task_type == task_type)
+            and access.task_visible(scope, v)
         ]
 
     # --- commands ---------------------------------------------------------------------------------------------
@@ -144,7 +160,7 @@ class WorkflowCommands(LedgerBase):
         if self.store.load_stream(stream).version:
             raise Conflict(f"task {task_id} already exists", "choose another id, or use task_get")
         try:
-            [rec] = self.store.append(stream, 0, [event], self._meta(actor, None))
+            [rec] = self._append(actor, stream, 0, [event], self._meta(actor, None))
         except ConcurrencyError as exc:  # created by someone else at the same moment
             raise Conflict(f"task {task_id} already exists", "choose another id, or use task_get") from exc
         view = task_proj.evolve(None, rec)
@@ -168,7 +184,7 @@ class WorkflowCommands(LedgerBase):
         def attempt() -> TaskInfo:
             stream, version, view = self._task(task_id)
             event = TaskDnaUpdated(task_id=view.task_id, set=changes, removed=[r for r in remove if r in view.dna])
-            [rec] = self.store.append(stream, version, [event], self._meta(actor, None))
+            [rec] = self._append(actor, stream, version, [event], self._meta(actor, None))
             after = task_proj.evolve(view, rec)
             assert after is not None
             return self._info(after)
@@ -208,7 +224,7 @@ class WorkflowCommands(LedgerBase):
             }
             event = wf.decide_transition(flow, task, to_status, role, admin=actor.admin, proofs=proofs)
             events = [event, *with_events] if isinstance(event, TaskTransitioned) else [event]
-            recorded = self.store.append(stream, version, events, self._meta(actor, session))
+            recorded = self._append(actor, stream, version, events, self._meta(actor, session))
             rec = recorded[0]
             after: TaskView | None = task
             for r in recorded:

@@ -55,6 +55,7 @@ class TaskView:
     updated_at: _dt.datetime | None = None
     work: tuple[WorkEntry, ...] = ()  # reported through manage_task / manage_context / manage_subtask
     subtasks: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # subtask id -> status
+    actors: frozenset[str] = frozenset()  # agents that created, changed, moved or reported on the task
 
     def entered_position(self, status: str) -> int:
         """The position at which the task last entered ``status`` (0 if it never did)."""
@@ -77,6 +78,7 @@ def evolve(view: TaskView | None, rec: RecordedEvent) -> TaskView | None:
             dna=MappingProxyType(dict(e.dna)),
             created_at=rec.recorded_at,
             created_by=rec.agent,
+            actors=frozenset({rec.agent}) if rec.agent else frozenset(),
             entered=MappingProxyType({e.status: rec.position}),
             version=rec.version,
             position=rec.position,
@@ -85,6 +87,8 @@ def evolve(view: TaskView | None, rec: RecordedEvent) -> TaskView | None:
     if view is None:
         return None
     common: dict[str, Any] = {"version": rec.version, "position": rec.position, "updated_at": rec.recorded_at}
+    if rec.agent and rec.agent not in view.actors:
+        common["actors"] = view.actors | {rec.agent}
     if isinstance(e, TaskDnaUpdated):
         dna = {k: v for k, v in view.dna.items() if k not in e.removed}
         dna.update(e.set)

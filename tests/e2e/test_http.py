@@ -192,8 +192,8 @@ def test_reports_accept_as_of_and_position(make_ledger: LedgerFactory, serve: An
 
 def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
-    alice = ledger.issue_api_key(Actor("admin"), "alice").api_key
-    bob = ledger.issue_api_key(Actor("admin"), "bob").api_key
+    alice = ledger.issue_api_key(Actor("admin", admin=True), "alice").api_key
+    bob = ledger.issue_api_key(Actor("admin", admin=True), "bob").api_key
     with serve(ledger) as base, httpx.Client(base_url=base) as http:
         missing = http.post("/sessions", json={"role": "dev"})
         wrong = http.post("/sessions", json={"role": "dev"}, headers={"Authorization": "Bearer clk_nope"})

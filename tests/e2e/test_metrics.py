@@ -158,7 +158,7 @@ def test_an_action_the_rules_do_not_know_is_counted_as_other(make_ledger: Ledger
 
 def test_once_api_keys_exist_metrics_needs_one(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     ledger = make_ledger()
-    key = ledger.issue_api_key(Actor("operator", "cli", admin=True), "prometheus").api_key
+    key = ledger.issue_api_key(Actor("operator", "cli", admin=True), "prometheus", role="auditor").api_key
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
         anonymous = http.get(f"{base}/metrics")
         samples = scrape(http, base, Authorization=f"Bearer {key}")

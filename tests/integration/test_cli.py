@@ -61,7 +61,8 @@ def test_keys_add_prints_the_key_once_and_stores_only_its_hash(make_ledger: Ledg
     key = out.strip()
     _, events, _ = cli(tmp_path, url, "events", "--json")
     assert code == 0 and key.startswith("clk_") and "shown once" in err
-    assert ledger.agent_for_key(key) == "bob"
+    who = ledger.identify(key)
+    assert who is not None and (who.agent, who.role) == ("bob", "agent")
     assert key not in events and "ApiKeyIssued" in events
 
 

@@ -143,7 +143,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.AnchorLocked(session_id="ses_3", failed_attempts=3),
     ev.AnchorRefused(session_id="ses_3"),
     ev.AnchorUnlocked(session_id="ses_3", reason="reviewed with the agent"),
-    ev.ApiKeyIssued(key_id="key_abcdef0123", agent="boss", key_sha256="b" * 64, admin=True),
+    ev.ApiKeyIssued(key_id="key_abcdef0123", agent="boss", key_sha256="b" * 64, role="admin"),
+    ev.ApiKeyRevoked(key_id="key_abcdef0123", reason="rotated", replaced_by="key_0123456789"),
 ]
 
 
@@ -266,6 +267,16 @@ def test_the_v1_to_v2_upcaster_splits_comma_separated_tags(stored_tags: str | No
 def test_a_current_payload_is_not_upcast_again() -> None:
     event = ev.from_payload("MemoryRemembered", 2, {"block_id": "b", "content": "c", "tags": ["a, b"]})
     assert isinstance(event, ev.MemoryRemembered) and event.tags == ["a, b"]
+
+
+@pytest.mark.parametrize(("admin", "role"), [(True, "admin"), (False, "agent"), (None, "agent")])
+def test_a_stored_v1_api_key_payload_with_an_admin_flag_is_read_back_with_a_role(admin: bool | None, role: str) -> None:
+    data: dict[str, Any] = {"key_id": "key_abcdef0123", "agent": "boss", "key_sha256": "b" * 64}
+    if admin is not None:
+        data["admin"] = admin
+    recorded = decode(store_record("ApiKeyIssued", 1, canonical_json(data)))
+    assert recorded.event == ev.ApiKeyIssued(key_id="key_abcdef0123", agent="boss", key_sha256="b" * 64, role=role)
+    assert type(recorded.event).schema_version == 2
 
 
 def test_every_old_version_of_every_type_has_an_upcaster_to_the_next() -> None:
