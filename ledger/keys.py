@@ -18,6 +18,9 @@ from projections.apikeys import KeyRing, KeyView
 
 ROLES: tuple[KeyRole, ...] = ("agent", "auditor", "admin")
 MAX_REASON_CHARS = 500
+# Names the ledger records for itself ("system") and for the person at the CLI ("operator"): a key holder under
+# one of them would own those sessions and read those events.
+RESERVED_AGENTS = frozenset({"operator", "system"})
 _KEY_ID = re.compile(r"^key_[0-9a-f]{10}$")
 _LIST_HINT = "list the keys with `compliance-ledger keys list` (or GET /admin/keys)"
 
@@ -66,6 +69,11 @@ def check_reason(reason: str | None) -> str | None:
 
 
 def decide_issue(ring: KeyRing, agent: str, role: KeyRole, key: NewKey) -> list[ApiKeyIssued]:
+    if agent in RESERVED_AGENTS:
+        raise InvalidInput(
+            f"{agent!r} is the name the ledger records for {'itself' if agent == 'system' else 'the CLI operator'}",
+            "issue the key under the agent's own name",
+        )
     if key.key_id in ring.keys:  # 40 bits of a random key's hash: practically never; the caller draws again
         raise Conflict(f"key id {key.key_id} is taken", "issue the key again")
     return [ApiKeyIssued(key_id=key.key_id, agent=agent, key_sha256=key.sha256, role=role)]

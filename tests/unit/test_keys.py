@@ -95,6 +95,12 @@ def test_revoke_and_rotate_refuse_unknown_malformed_and_revoked_keys() -> None:
         keys.decide_rotate(ring, ALICE.key_id, keys.new_key())
 
 
+@pytest.mark.parametrize("name", sorted(keys.RESERVED_AGENTS))
+def test_no_key_is_issued_under_the_names_the_ledger_uses_for_itself_and_the_operator(name: str) -> None:
+    with pytest.raises(InvalidInput, match="the ledger records"):
+        keys.decide_issue(KeyRing(), name, "admin", keys.new_key())
+
+
 def test_a_reason_is_trimmed_optional_and_bounded() -> None:
     assert keys.check_reason("  stolen  ") == "stolen" and keys.check_reason("   ") is None
     for bad in ("x" * (keys.MAX_REASON_CHARS + 1), "a\x00b", "\ud800"):
