@@ -16,6 +16,7 @@ from api.rest import build_app
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
+from tests.e2e.test_brain import compliance_ledger_serve
 from tests.e2e.test_http import rpc, running, tool
 
 OPERATOR = Actor("operator", "cli", admin=True)
@@ -53,6 +54,23 @@ def test_a_key_revoked_through_one_server_is_refused_by_another_on_its_next_requ
     assert node_b.store.head() == head
     [alice_row] = [k for k in listed if k["key_id"] == alice.key_id]
     assert (alice_row["reason"], alice_row["revoked_by"]) == ("token leaked in a log", "boss")
+
+
+def test_a_key_revoked_from_the_cli_is_refused_by_a_running_serve_process(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    ledger = make_ledger(db_url)
+    alice = ledger.issue_api_key(OPERATOR, "alice")
+    with compliance_ledger_serve(tmp_path, db_url) as base, httpx.Client(base_url=base) as http:
+        before = http.post("/sessions", json={"role": "dev"}, headers=bearer(alice.api_key))
+        revoked = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "keys", "revoke", alice.key_id])
+        after = http.post("/sessions", json={"role": "dev"}, headers=bearer(alice.api_key))
+    assert before.status_code == 201 and revoked.exit_code == 0, revoked.stderr
+    assert after.status_code == 401 and "revoked" in after.json()["error"]["message"]
 
 
 # --- agent keys read only their own (TestClient on a real database) ------------------------------------------
