@@ -20,6 +20,8 @@ from tests.e2e.test_brain import compliance_ledger_serve
 from tests.e2e.test_http import rpc, running, tool
 
 OPERATOR = Actor("operator", "cli", admin=True)
+# Generous: on a shared PostgreSQL server every schema's appends queue for the same advisory lock.
+HTTP_TIMEOUT = 60.0
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -33,7 +35,7 @@ def test_a_key_revoked_through_one_server_is_refused_by_another_on_its_next_requ
     admin = bearer(node_a.issue_api_key(OPERATOR, "boss", role="admin").api_key)
     alice = node_a.issue_api_key(OPERATOR, "alice")
     settings = Settings(home=tmp_path)
-    with running(node_a, settings) as a, running(node_b, settings) as b, httpx.Client() as http:
+    with running(node_a, settings) as a, running(node_b, settings) as b, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         before = http.post(f"{b}/sessions", json={"role": "dev"}, headers=bearer(alice.api_key))
         mcp_before = rpc(http, b, "tools/list", {}, headers=bearer(alice.api_key))
         revoked = http.post(
@@ -65,7 +67,7 @@ def test_a_key_revoked_from_the_cli_is_refused_by_a_running_serve_process(
 
     ledger = make_ledger(db_url)
     alice = ledger.issue_api_key(OPERATOR, "alice")
-    with compliance_ledger_serve(tmp_path, db_url) as base, httpx.Client(base_url=base) as http:
+    with compliance_ledger_serve(tmp_path, db_url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         before = http.post("/sessions", json={"role": "dev"}, headers=bearer(alice.api_key))
         revoked = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "keys", "revoke", alice.key_id])
         after = http.post("/sessions", json={"role": "dev"}, headers=bearer(alice.api_key))
@@ -223,7 +225,7 @@ def test_over_mcp_http_an_auditor_may_only_call_the_read_only_tools(
     ledger = make_ledger(db_url)
     alice = bearer(ledger.issue_api_key(OPERATOR, "alice").api_key)
     auditor = bearer(ledger.issue_api_key(OPERATOR, "dash", role="auditor").api_key)
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         sid = tool(http, base, "clock_in", {"role": "dev"}, headers=alice)["structuredContent"]["session_id"]
         block = tool(http, base, "memory_remember", {"content": "Audits are events.", "session_id": sid}, headers=alice)
         tool(http, base, "memory_search", {"query": "audits", "session_id": sid}, headers=alice)
