@@ -22,6 +22,10 @@ MAX_TENSIONS = 20  # each one costs a citation check; an anchor is short
 MAX_ERRORS = 25  # beyond this the rest are summarised in one line
 UNKNOWN = "UNKNOWN"  # canonical PHASE/BRANCH when the authoritative value could not be read
 CONTEXT_FILE = "PROJECT-CONTEXT.oct.md"
+# FILES:: is "grossly" off git status (a failure, not a warning) when it is more than this many times the real count
+# or less than its inverse, AND more than FILES_SLACK files apart; a smaller difference only warns.
+FILES_GROSS_RATIO = 2
+FILES_SLACK = 5
 TENSION_FORMAT = "L{N}::[constraint]⇌CTX:{path}[state]→TRIGGER[action]"
 
 TOP_SECTIONS = ("IDENTITY", "CONTEXT", "PROOF")
@@ -379,11 +383,24 @@ def _check_context(values: dict[str, str], context: AuthoritativeContext, f: _Fi
             f"CONTEXT shows FILES::{_clip(files)}, which is not a whole number",
             f"Set FILES::{context.files} (the git status file count).",
         )
-    elif abs(int(files) - context.files) > max(5, context.files / 2):
+    elif files_grossly_off(int(files), context.files):
+        f.fail(
+            f"CONTEXT shows FILES::{int(files)} but git status shows {context.files} files: that is not a miscount "
+            f"(more than {FILES_GROSS_RATIO}x off and more than {FILES_SLACK} apart)",
+            f"Set FILES::{context.files} (the git status file count).",
+        )
+    elif abs(int(files) - context.files) > max(FILES_SLACK, context.files / 2):
         f.warn(
             f"CONTEXT shows FILES::{int(files)} but git status shows {context.files} files; "
             f"the canonical proof uses {context.files}"
         )
+
+
+def files_grossly_off(claimed: int, actual: int) -> bool:
+    """Seed 001: "warn on mismatch, fail on gross hallucination". Gross: more than double or less than half the
+    real count, and more than :data:`FILES_SLACK` apart (so 0 vs 3 or 2 vs 5 stay warnings at most)."""
+    ratio_off = claimed > FILES_GROSS_RATIO * actual or claimed * FILES_GROSS_RATIO < actual
+    return ratio_off and abs(claimed - actual) > FILES_SLACK
 
 
 # --- TENSIONS -----------------------------------------------------------------------------------------------

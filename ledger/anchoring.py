@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ledger.anchor import MAX_RETRIES, AnchorValidation
-from ledger.errors import Conflict, InvalidInput
+from ledger.errors import Conflict, InvalidInput, SessionLocked
 from ledger.events import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked, DomainEvent
 from projections.sessions import SessionView
 
@@ -22,6 +22,23 @@ def locked_message(session_id: str) -> str:
         f"Anchor attempts on session {session_id} are locked after {MAX_ATTEMPTS} failed attempts: "
         f"human intervention required. A person must run "
         f"`compliance-ledger anchor unlock {session_id} --reason TEXT`."
+    )
+
+
+def unlock_hint(session_id: str) -> str:
+    return (
+        f"a person must run `compliance-ledger anchor unlock {session_id} --reason TEXT` "
+        f"(or POST /admin/sessions/{session_id}/anchor/unlock with an admin key); until then nothing more can be done "
+        "in this session"
+    )
+
+
+def session_locked(session_id: str) -> SessionLocked:
+    """The refusal of any command in a locked session (the one check: ``LedgerBase._open_session``)."""
+    return SessionLocked(
+        f"session {session_id} is locked: its Odyssean Anchor failed {MAX_ATTEMPTS} attempts in a row "
+        "(human intervention required), so it may not act",
+        unlock_hint(session_id),
     )
 
 

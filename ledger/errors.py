@@ -51,6 +51,13 @@ class Conflict(LedgerError):
     status = 409
 
 
+class SessionLocked(Conflict):
+    """The session's anchor is locked after too many failed attempts: nothing more is done in it until a person
+    unlocks it (seed 001: "block further action (human intervention required)")."""
+
+    code = "anchor_locked"
+
+
 class ConcurrencyError(Conflict):
     """Another writer appended to the stream first: ``expected_version`` no longer holds."""
 

@@ -201,7 +201,7 @@ class ComplianceStamped(DomainEvent):
     stamp: str
 
 
-RefusalReason = Literal["no_search", "token_consumed", "token_expired", "anchor_required"]
+RefusalReason = Literal["no_search", "token_consumed", "token_expired", "anchor_required", "anchor_locked"]
 
 
 class ComplianceRefused(DomainEvent):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from ledger import anchoring
 from ledger.events import ComplianceRefused, ComplianceStamped, MemorySearched
 from projections.sessions import SessionView
 
@@ -40,6 +41,13 @@ GROUNDING_INSTRUCTION = (
 )
 
 
+def msg_anchor_locked(session_id: str) -> str:
+    return (
+        f"{GATE_CLOSED} {anchoring.locked_message(session_id)} "
+        "No Compliance Stamp can be issued in this session until then."
+    )
+
+
 def stamp_text(count: int) -> str:
     """The exact stamp for a search that found ``count`` memories."""
     return STAMP_FOUND.format(n=count) if count > 0 else STAMP_ZERO
@@ -72,9 +80,14 @@ def decide_assert(
 ) -> ComplianceStamped | ComplianceRefused:
     """PASS consumes a valid token; anything else is a recorded refusal with guidance.
 
-    With ``require_anchor`` the session must also hold a validated anchor; that is checked first, so a
-    refusal for a missing anchor leaves the token unused.
+    A session whose anchor is locked gets no stamp, whatever ``require_anchor`` says (seed 001: "After 2 retries,
+    block further action"). With ``require_anchor`` the session must also hold a validated anchor. Both are
+    checked first, so such a refusal leaves the token unused.
     """
+    if view.anchor_locked:
+        return ComplianceRefused(
+            session_id=view.session_id, reason="anchor_locked", message=msg_anchor_locked(view.session_id)
+        )
     if require_anchor and not view.anchor_validated:
         return ComplianceRefused(session_id=view.session_id, reason="anchor_required", message=MSG_ANCHOR_REQUIRED)
     token = view.token

@@ -182,7 +182,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
 
     def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
         def attempt() -> SessionInfo:
-            session = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id, while_locked=True)  # ending a locked session is allowed
             _, final = self._append_to_session(actor, session, list(sessions.decide_clock_out(session.view)))
             return SessionInfo.of(final)
 
@@ -226,7 +226,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         require_utf8(proof_candidate, "proof")
 
         def attempt() -> AnchorResult:
-            session = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id, while_locked=True)  # a locked attempt is recorded
             view = session.view
             if view.anchor_locked:
                 [rec], after = self._append_to_session(actor, session, anchoring.decide_refusal(view))
@@ -335,7 +335,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         signer = self._signer()  # before deciding: a PASS must never be recorded without its receipt
 
         def attempt() -> AssertResult:
-            session = self._open_session(actor, session_id)
+            session = self._open_session(actor, session_id, while_locked=True)  # locked: a recorded FAIL
             decision = gate.decide_assert(session.view, self.clock(), require_anchor=self.config.require_anchor)
             [rec], _ = self._append_to_session(actor, session, [decision])
             if isinstance(decision, ComplianceStamped):

@@ -152,13 +152,17 @@ class LedgerBase:
                 while len(self._session_cache) > SESSION_CACHE_SIZE:
                     self._session_cache.popitem(last=False)
 
-    def _open_session(self, actor: Actor, session_id: str) -> SessionGrant:
+    def _open_session(self, actor: Actor, session_id: str, *, while_locked: bool = False) -> SessionGrant:
         """THE check for every command that acts in a session: the id is well formed, the session exists, belongs
-        to the caller and is open — else :class:`InvalidInput`, :class:`NotFound`, :class:`Forbidden` or
-        :class:`Conflict` saying what to send instead. Commands call it before they append anything."""
+        to the caller, is open and its anchor is not locked — else :class:`InvalidInput`, :class:`NotFound`,
+        :class:`Forbidden`, :class:`Conflict` or :class:`SessionLocked` saying what to send or do instead.
+        Commands call it before they append anything. ``while_locked=True`` only for the commands that answer a
+        locked session themselves (a recorded refusal: ``assert_compliance``, ``odyssean_anchor``) or end it
+        (``clock_out``)."""
         access.require_writer(actor)  # acting in a session records something: say why before "another agent's"
         stream, version, view = self._session(session_id)
-        return SessionGrant(session_id, stream, version, sessions.authorise(view, session_id, actor.agent))
+        granted = sessions.authorise(view, session_id, actor.agent, while_locked=while_locked)
+        return SessionGrant(session_id, stream, version, granted)
 
     def _open_session_if(self, actor: Actor, session_id: str | None) -> SessionGrant | None:
         """:meth:`_open_session` for commands whose session is optional (``None`` when none was sent)."""

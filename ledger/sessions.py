@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 
+from ledger import anchoring
 from ledger.errors import Conflict, Forbidden, InvalidInput, NotFound
 from ledger.events import SessionEnded, SessionStarted
 from projections.sessions import STREAM_PREFIX, SessionView
@@ -55,9 +56,13 @@ def decide_clock_in(
     return [SessionStarted(session_id=session_id, agent=agent, role=role, working_dir=working_dir, focus=focus)]
 
 
-def authorise(view: SessionView | None, session_id: str, agent: str) -> SessionView:
-    """Return the session if ``agent`` may act in it — it exists, is the agent's own and is open (a clocked-out
-    session accepts no further actions, whatever the command); otherwise raise the error that says why."""
+def authorise(view: SessionView | None, session_id: str, agent: str, *, while_locked: bool = False) -> SessionView:
+    """Return the session if ``agent`` may act in it — it exists, is the agent's own, is open (a clocked-out
+    session accepts no further actions, whatever the command) and its anchor is not locked; otherwise raise the
+    error that says why.
+
+    A locked anchor blocks every command in the session (seed 001: "After 2 retries, block further action"),
+    except the few that record the refusal themselves or end the session (``while_locked=True``)."""
     if view is None:
         raise NotFound(f"session {session_id} does not exist", "call clock_in and use the session_id it returns")
     if view.agent != agent:
@@ -67,6 +72,8 @@ def authorise(view: SessionView | None, session_id: str, agent: str) -> SessionV
         )
     if not view.is_open:
         raise Conflict(f"session {session_id} has been clocked out", "call clock_in to open a new session")
+    if view.anchor_locked and not while_locked:
+        raise anchoring.session_locked(session_id)
     return view
 
 

@@ -60,11 +60,18 @@ class Workflow:
     types: Mapping[str, Mapping[str, Rule]]
     source: str
 
-    def rule_for(self, task_type: str, from_status: str, to_status: str, role: str) -> Rule | None:
-        """Role-specific key, then the generic key, then ``any->to``; ``blocked->restore`` for a restore."""
+    def rule_for(self, task_type: str, from_status: str, to_status: str, task_role: str) -> Rule | None:
+        """The row for a task in ``task_role`` (the role the task is assigned to, never the caller's: seed 003's
+        ``:role`` keys carry ``requireRole``), in the order ``from->to:role``, ``from->to``, ``any->to:role``,
+        ``any->to``; ``blocked->restore`` for a restore. Who may act on the row is its ``allowedActors``."""
         table = self.types.get(task_type, {})
         target = RESTORE if from_status == "blocked" and to_status != "blocked" else to_status
-        for key in (f"{from_status}->{target}:{role}", f"{from_status}->{target}", f"any->{target}"):
+        for key in (
+            f"{from_status}->{target}:{task_role}",
+            f"{from_status}->{target}",
+            f"any->{target}:{task_role}",
+            f"any->{target}",
+        ):
             rule = table.get(key)
             if rule is not None:
                 return rule
@@ -240,7 +247,7 @@ def decide_transition(
         codes.append(code)
         reasons.append(reason)
 
-    rule = workflow.rule_for(task.task_type, task.status, target, acting_role)
+    rule = workflow.rule_for(task.task_type, task.status, target, task.role)
     if task.status in TERMINAL:
         refuse("terminal", f"the task is {task.status}; nothing leaves that status")
     elif target == RESTORE:
@@ -252,7 +259,7 @@ def decide_transition(
     elif rule is None:
         refuse(
             "not_in_table",
-            f"{task.task_type} has no transition {task.status}->{target} for role {acting_role}; "
+            f"{task.task_type} has no transition {task.status}->{target} for a task assigned to {task.role}; "
             f"allowed from {task.status}: {', '.join(allowed_from(workflow, task)) or 'none'}",
         )
     else:
@@ -291,6 +298,11 @@ def decide_transition(
 
 
 def allowed_from(workflow: Workflow, task: TaskView) -> list[str]:
-    """The transition keys that start at the task's status (or ``any``), for guidance."""
+    """The transition keys that start at the task's status (or ``any``) and apply to its role, for guidance."""
     table = workflow.types.get(task.task_type, {})
-    return sorted(k for k in table if k.startswith(f"{task.status}->") or k.startswith("any->"))
+    return sorted(
+        k
+        for k in table
+        if (k.startswith(f"{task.status}->") or k.startswith("any->"))
+        and (":" not in k or k.rsplit(":", 1)[1] == task.role)
+    )

@@ -2,10 +2,12 @@
 
 A DNA field is never taken at its word. ``memory_query_session`` must name a session of the acting agent with a
 memory query recorded after the task entered its current status; ``memory_contribution_id`` must name a block
-the acting agent contributed after the task last became active. The handler reads those facts from the
-session and block streams, then decides with the pure table in ``ledger.workflow``; the decision — transition
-or refusal with its reasons — is appended to the task stream with ``expected_version``, so of two actors
-racing the same transition exactly one wins. If the store cannot be read the command fails: no transition.
+the acting agent contributed after the task last became active, and one the brain would store (a declarative
+statement of more than 50 characters, ``ledger.brain.classify``) — "ok done" is not a contribution. The
+handler reads those facts from the session and block streams, then decides with the pure table in
+``ledger.workflow``; the decision — transition or refusal with its reasons — is appended to the task stream
+with ``expected_version``, so of two actors racing the same transition exactly one wins. If the store cannot be
+read the command fails: no transition.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import access, memory, sessions
+from ledger import access, brain, memory, sessions
 from ledger import workflow as wf
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
@@ -216,7 +218,7 @@ class WorkflowCommands(LedgerBase):
             role = session.view.role
             stream, version, task = self._task(task_id)
             target = wf.target_status(task, to_status)
-            rule = flow.rule_for(task.task_type, task.status, target, role)
+            rule = flow.rule_for(task.task_type, task.status, target, task.role)
             proofs = {
                 name: self._prove(name, task.dna[name], task, actor.agent)
                 for name in (rule.requires_dna if rule else ())
@@ -303,5 +305,13 @@ class WorkflowCommands(LedgerBase):
                 name,
                 reason=f"{value} was contributed before the task became active (position {first.position} ≤ "
                 f"{since}): contribute what you learned in this task",
+            )
+        kind = brain.classify(first.event.content)
+        if not kind.is_contribution:
+            return wf.Proof(
+                name,
+                reason=f"{value} is not a contribution the brain would store ({kind.reason}): contribute what you "
+                f"learned as one declarative statement of more than {brain.MIN_CONTRIBUTION_CHARS} characters "
+                "(contribute_to_brain, or memory_remember) and set memory_contribution_id to its block id",
             )
         return wf.Proof(name, position=first.position)

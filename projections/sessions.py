@@ -165,8 +165,15 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             position=position,
         )
     if isinstance(e, AnchorLocked):
+        # A lock overrides an earlier validated anchor: after an unlock the session must anchor again.
         return with_changes(
-            view, anchor_locked=True, lockouts=view.lockouts + 1, last_event_at=at, version=version, position=position
+            view,
+            anchor_locked=True,
+            anchor_validated=False,
+            lockouts=view.lockouts + 1,
+            last_event_at=at,
+            version=version,
+            position=position,
         )
     if isinstance(e, AnchorUnlocked):
         return with_changes(

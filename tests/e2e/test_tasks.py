@@ -150,3 +150,75 @@ async def test_the_brains_session_and_thought_ids_are_what_the_dna_gates_accept(
     assert claimed["status"] == "transitioned", claimed["reasons"]
     assert handed["status"] == "transitioned", handed["reasons"]
     assert handed["evidence"]["memory_contribution_id"] > claimed["position"]
+
+
+@pytest.mark.anyio
+async def test_a_role_keyed_row_applies_to_the_tasks_role_not_the_callers_over_mcp(
+    make_ledger: LedgerFactory, db_url: str
+) -> None:
+    """Issue 10, hole 10 as found: a qa actor sent a liaison-owned task from review to rework, and the generic row
+    re-routed it to dev. Seed 003: the ``:liaison`` row is chosen because the TASK is liaison's (requireRole);
+    its allowedActors then say only liaison may act."""
+    ledger = make_ledger(db_url)
+    async with (
+        agent(ledger, "qa-bot", "qa") as (qa, qa_sid),
+        agent(ledger, "liaison-bot", "liaison") as (liaison, liaison_sid),
+    ):
+        for task_id, role in (("content-1", "liaison"), ("code-1", "dev")):
+            await call(
+                liaison, "task_create", {"task_id": task_id, "title": "In review", "role": role, "status": "review"}
+            )
+        by_qa = await call(qa, "task_transition", {"task_id": "content-1", "to_status": "rework", "session_id": qa_sid})
+        kept = await call(qa, "task_get", {"task_id": "content-1"})
+        by_liaison = await call(
+            liaison, "task_transition", {"task_id": "content-1", "to_status": "rework", "session_id": liaison_sid}
+        )
+        # A dev-owned task in review takes the generic row: qa sends it back to dev, liaison may not.
+        liaison_on_dev = await call(
+            liaison, "task_transition", {"task_id": "code-1", "to_status": "rework", "session_id": liaison_sid}
+        )
+        qa_on_dev = await call(
+            qa, "task_transition", {"task_id": "code-1", "to_status": "rework", "session_id": qa_sid}
+        )
+    assert by_qa["status"] == "refused" and by_qa["codes"] == ["actor_not_allowed"]
+    assert "review->rework:liaison is for liaison, not qa" in by_qa["reasons"][0]
+    assert (kept["status"], kept["role"]) == ("review", "liaison")
+    assert by_liaison["status"] == "transitioned" and by_liaison["rule"] == "review->rework:liaison"
+    assert by_liaison["task"]["role"] == "liaison"
+    assert liaison_on_dev["status"] == "refused" and liaison_on_dev["codes"] == ["actor_not_allowed"]
+    assert qa_on_dev["status"] == "transitioned" and qa_on_dev["rule"] == "review->rework"
+    assert qa_on_dev["task"]["role"] == "dev"
+
+
+@pytest.mark.anyio
+async def test_a_contribution_must_be_one_the_brain_would_store_over_mcp(
+    make_ledger: LedgerFactory, db_url: str
+) -> None:
+    """Issue 10, hole 10: an "ok done" block no longer hands a task on; a declarative learning does."""
+    ledger = make_ledger(db_url)
+    async with agent(ledger, "dev-bot", "dev") as (dev, sid):
+        await call(dev, "task_create", {"task_id": "ok-1", "title": "Hand me on", "role": "dev"})
+        await call(dev, "memory_search", {"query": "hand on", "session_id": sid})
+        await call(dev, "task_update_dna", {"task_id": "ok-1", "dna": {"memory_query_session": sid}})
+        await call(dev, "task_transition", {"task_id": "ok-1", "to_status": "active", "session_id": sid})
+        outcomes = []
+        for content in (
+            "ok done",
+            "What should the next agent check first when the refresh tokens expire early?",
+            "Refresh tokens must rotate on every use; the old token is revoked at once.",
+        ):
+            block = await call(dev, "memory_remember", {"content": content, "session_id": sid})
+            await call(
+                dev, "task_update_dna", {"task_id": "ok-1", "dna": {"memory_contribution_id": block["block_id"]}}
+            )
+            outcomes.append(
+                await call(dev, "task_transition", {"task_id": "ok-1", "to_status": "review", "session_id": sid})
+            )
+    short, question, statement = outcomes
+    for refused, why in ((short, "not longer than 50 characters"), (question, "it ends with '?'")):
+        assert refused["status"] == "refused" and refused["codes"] == ["dna_unverified"]
+        [reason] = refused["reasons"]
+        assert reason.startswith("DNA memory_contribution_id: ") and why in reason
+        assert "declarative statement of more than 50 characters" in reason and "memory_contribution_id" in reason
+        assert refused["task"]["status"] == "active"
+    assert statement["status"] == "transitioned" and statement["task"]["role"] == "qa"

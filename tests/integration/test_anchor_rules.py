@@ -92,13 +92,25 @@ def test_a_branch_that_is_not_gits_fails(ledger: Ledger, project: Path) -> None:
     assert "BRANCH::feature/x" in result.template and "PHASE::B1" in result.template
 
 
-def test_an_implausible_files_count_warns_and_the_canonical_proof_uses_the_real_context(
+def test_a_grossly_wrong_files_count_fails_and_the_template_carries_the_real_count(
     ledger: Ledger, project: Path
 ) -> None:
     result = anchor(ledger, project, proof().replace("FILES::1", "FILES::40"))
+    assert not result.validated
+    assert any("FILES::40 but git status shows 1 files" in e for e in result.errors), result.errors
+    assert "Set FILES::1" in result.guidance and "FILES::1" in result.template
+    assert result.enforcement.attempt == 1  # a counted attempt, like any other failure
+
+
+def test_a_moderately_wrong_files_count_warns_and_the_canonical_proof_uses_the_real_context(
+    ledger: Ledger, project: Path
+) -> None:
+    for n in range(11):  # git status now shows 12 files: the modified src/app.py and 11 new ones
+        (project / f"notes-{n}.txt").write_text("draft\n")
+    result = anchor(ledger, project, proof().replace("FILES::1", "FILES::19"))
     assert result.validated, result.errors
-    assert result.warnings and any("FILES" in w for w in result.warnings)
-    assert "FILES::1" in result.canonical_proof and "FILES::40" not in result.canonical_proof
+    assert result.warnings and any("FILES::19 but git status shows 12" in w for w in result.warnings)
+    assert "FILES::12" in result.canonical_proof and "FILES::19" not in result.canonical_proof
 
 
 def test_failed_attempts_give_retry_guidance_and_a_template_of_the_real_context(ledger: Ledger, project: Path) -> None:

@@ -22,7 +22,8 @@ def query(ledger: Ledger, who: Actor, sid: str) -> None:
 
 
 def contribute(ledger: Ledger, who: Actor, text: str | None = None) -> str:
-    return ledger.remember(who, text or f"Learned thing number {next(_ids)} while working the task.", []).block_id
+    text = text or f"Learned thing number {next(_ids)} while working the task: gates read the ledger."
+    return ledger.remember(who, text, []).block_id
 
 
 def test_the_seeds_loop_claim_after_query_contribute_before_review_rework_forces_a_requery(
@@ -132,7 +133,7 @@ def test_a_forged_contribution_is_refused(make_ledger: LedgerFactory, forgery: s
     value = {
         "made-up": "blk_" + "f" * 24,
         "placeholder": "auto-contribute",
-        "other-agent": contribute(ledger, QA, "QA's own learning, not the developer's."),
+        "other-agent": contribute(ledger, QA, "QA's own learning about the release, not the developer's learning."),
         "before-active": early,
     }[forgery]
     ledger.task_update_dna(DEV, "c", {"memory_contribution_id": value})
@@ -213,8 +214,8 @@ def test_every_rule_of_the_default_table(make_ledger: LedgerFactory, task_type: 
     before = ledger.task_get(task_id)
     result = ledger.task_transition(who, task_id, target, sid)
     assert result.status == "transitioned", result.reasons
-    # Lookup order: the acting role's own key first, then the generic key (then any->to).
-    role_key = f"{key.split(':')[0]}:{who.agent.removesuffix('-agent')}"
+    # Lookup order: the key of the task's role first, then the generic key (then any->to:role, any->to).
+    role_key = f"{key.split(':')[0]}:{before.role}"
     assert result.rule == (role_key if role_key in FLOW.types[task_type] else key)
     assert result.task.role == (rule.new_role or before.role)
     assert set(result.evidence) == {n for n in rule.requires_dna if n.startswith("memory_")}
@@ -225,8 +226,8 @@ def test_every_rule_of_the_default_table(make_ledger: LedgerFactory, task_type: 
     source, target_name = key.split(":")[0].split("->")
     source = "active" if source == "any" else source
 
-    def permitted(role: str) -> bool:
-        found = FLOW.rule_for(task_type, source, target_name if target_name != "restore" else "active", role)
+    def permitted(role: str) -> bool:  # the row is chosen by the task's role; allowedActors limit who acts
+        found = FLOW.rule_for(task_type, source, target_name if target_name != "restore" else "active", before.role)
         return found is not None and role in found.allowed_actors
 
     outsiders = [r for r in FLOW.roles if r not in FLOW.human_roles and not permitted(r)]

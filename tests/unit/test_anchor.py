@@ -345,19 +345,50 @@ def test_files_that_is_not_a_whole_number_is_rejected() -> None:
         rejected(validate(proof(files=files)), "which is not a whole number")
 
 
-def test_an_implausible_files_count_is_a_warning_not_an_error() -> None:
+def test_a_grossly_wrong_files_count_is_an_error_with_the_real_count_to_send() -> None:
     result = validate(proof(files="40"))
+    rejected(result, "CONTEXT shows FILES::40 but git status shows 3 files: that is not a miscount")
+    assert "Set FILES::3 (the git status file count)." in result.guidance
+
+
+def test_a_moderately_wrong_files_count_is_a_warning_not_an_error() -> None:
+    context = AuthoritativeContext(working_dir="/w", branch="main", phase="B1", files=12)
+    result = validate(proof(files="19"), context=context)
     assert result.validated and result.errors == []
-    assert result.warnings == ["CONTEXT shows FILES::40 but git status shows 3 files; the canonical proof uses 3"]
-    assert "FILES::3" in result.canonical_proof and "FILES::40" not in result.canonical_proof
+    assert result.warnings == ["CONTEXT shows FILES::19 but git status shows 12 files; the canonical proof uses 12"]
+    assert "FILES::12" in result.canonical_proof and "FILES::19" not in result.canonical_proof
 
 
-@pytest.mark.parametrize(("authoritative", "claimed", "warned"), [(3, "8", False), (3, "9", True), (100, "150", False)])
-def test_files_may_differ_by_five_or_half_the_real_count(authoritative: int, claimed: str, warned: bool) -> None:
+# (git status count, FILES:: claimed, outcome): gross = more than 2x off either way AND more than 5 apart;
+# otherwise a difference of more than max(5, half the real count) warns, and a smaller one passes silently.
+FILES_CASES = [
+    (3, "8", "ok"),
+    (3, "9", "fail"),
+    (0, "5", "ok"),
+    (0, "6", "fail"),
+    (10, "5", "ok"),
+    (10, "4", "fail"),
+    (12, "6", "ok"),
+    (12, "5", "fail"),
+    (12, "19", "warn"),
+    (100, "150", "ok"),
+    (100, "151", "warn"),
+    (100, "200", "warn"),
+    (100, "201", "fail"),
+    (100, "50", "ok"),
+    (100, "49", "fail"),
+]
+
+
+@pytest.mark.parametrize(("authoritative", "claimed", "outcome"), FILES_CASES)
+def test_files_fails_when_grossly_off_and_warns_when_moderately_off(
+    authoritative: int, claimed: str, outcome: str
+) -> None:
     context = AuthoritativeContext(working_dir="/w", branch="main", phase="B1", files=authoritative)
     result = validate(proof(files=claimed), context=context)
-    assert result.validated
-    assert bool(result.warnings) is warned
+    assert result.validated is (outcome != "fail"), result.errors
+    assert any("FILES" in e for e in result.errors) is (outcome == "fail")
+    assert bool(result.warnings) is (outcome == "warn")
 
 
 def test_the_canonical_proof_carries_the_authoritative_context_never_the_candidates() -> None:

@@ -127,6 +127,10 @@ def test_mutated_valid_proofs_are_answered_unambiguously(mutations: list[tuple[s
 def test_the_canonical_proof_always_carries_the_authoritative_context(files: int, tier: str) -> None:
     context = AuthoritativeContext(working_dir="/w", branch="main", phase="B1", files=files)
     result = check(VALID, tier, context)
+    if anchor.files_grossly_off(3, files):  # VALID claims FILES::3: grossly off fails, with the real count to send
+        assert not result.validated and any("FILES::3" in e for e in result.errors)
+        assert f"  FILES::{files}\n" in result.template
+        return
     assert result.validated
     assert f"  PHASE::B1\n  BRANCH::main\n  FILES::{files}\n" in result.canonical_proof
     assert check(result.canonical_proof, tier, context).canonical_proof == result.canonical_proof

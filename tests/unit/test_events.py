@@ -113,7 +113,7 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.ComplianceStamped(session_id="ses_1", search_position=12, count=2, stamp="[COMPLIANCE] YES ..."),
     *[
         ev.ComplianceRefused(session_id="ses_1", reason=r, message="⛔ GATE CLOSED.")
-        for r in ("no_search", "token_consumed", "token_expired", "anchor_required")
+        for r in ("no_search", "token_consumed", "token_expired", "anchor_required", "anchor_locked")
     ],
     ev.SessionStarted(
         session_id="ses_3",
