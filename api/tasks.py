@@ -1,7 +1,8 @@
 """Workflow tasks with DNA gates (seed 003 Layer A): MCP tools and REST routes over ``WorkflowCommands``.
 
 The acting role of a transition is the role of the caller's session (``clock_in(role=...)``); the agent comes
-from the credential. Every DNA memory field is verified against the ledger when a transition needs it.
+from the credential. The table's row is chosen by the task's role; the acting role must be an allowed actor.
+Every DNA memory field is verified against the ledger when a transition needs it.
 """
 
 from __future__ import annotations
@@ -62,14 +63,16 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         ctx: Context, task_id: str, dna: dict[str, Any] | None = None, remove: list[str] | None = None
     ) -> TaskInfo:
         """Set DNA fields (e.g. memory_query_session = the session of your memory query, memory_contribution_id
-        = the id of what you contributed) or remove them. The ledger checks them when a transition needs them."""
+        = the id of what you contributed: a declarative statement of more than 50 characters) or remove them. The
+        ledger checks them when a transition needs them."""
         who = tools.actor(ctx)
         return _ledger_call(lambda: ledger.task_update_dna(who, task_id, dna, remove or []))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def task_transition(ctx: Context, task_id: str, to_status: str, session_id: str | None = None) -> TransitionResult:
-        """Move a task, acting in your session's role. Claiming (->active) needs memory_query_session in the DNA;
-        handing on (->review/approval) needs memory_contribution_id. A refusal is recorded with its reasons."""
+        """Move a task, acting in your session's role (the table's row is chosen by the task's role; your role must
+        be among its allowed actors). Claiming (->active) needs memory_query_session in the DNA; handing on
+        (->review/approval) needs memory_contribution_id. A refusal is recorded with its reasons."""
         who, sid = tools.actor(ctx), tools.session_of(session_id)
         return _ledger_call(lambda: ledger.task_transition(who, task_id, to_status, sid))
 
