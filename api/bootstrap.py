@@ -30,7 +30,7 @@ class InitReport:
 def _build(
     settings: Settings, key: receipts.ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock
 ) -> Ledger:
-    store = SqlEventStore(make_engine(settings.db_url), clock=clock)
+    store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), clock=clock, timeouts=settings.timeouts)
     return Ledger(
         store=store,
         index=SearchIndex(store),

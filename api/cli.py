@@ -23,7 +23,7 @@ from api.settings import Settings
 from ledger import checkpoints, project_context, signing, stamps
 from ledger.canonical import parse_ts
 from ledger.enforcement_report import enforcement_report
-from ledger.errors import InvalidInput, LedgerError
+from ledger.errors import InvalidInput, LedgerError, StoreBusy
 from ledger.results import BlockOut, TaskInfo
 from ledger.search_index import CHECKPOINT
 from ledger.service import Actor, Ledger
@@ -84,10 +84,15 @@ def _settings(ctx: typer.Context) -> Settings:
     return settings
 
 
+EXIT_BUSY = 75  # EX_TEMPFAIL: the write lock was held past LEDGER_LOCK_TIMEOUT_SECONDS; nothing was recorded
+
+
 def _fail(exc: LedgerError, code: int = 1) -> typer.Exit:
     err.print(f"[red]error:[/red] {exc.message}")
     if exc.hint:
         err.print(f"[dim]hint:[/dim] {exc.hint}")
+    if isinstance(exc, StoreBusy):
+        return typer.Exit(EXIT_BUSY)
     return typer.Exit(2 if isinstance(exc, InvalidInput) else code)
 
 
@@ -102,7 +107,7 @@ def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
     except LedgerError as exc:
         raise _fail(exc) from exc
     finally:
-        ledger.store.engine.dispose()
+        ledger.store.dispose()
 
 
 @contextmanager
@@ -156,7 +161,7 @@ def init(
     except LedgerError as exc:
         raise _fail(exc) from exc
     finally:
-        ledger.store.engine.dispose()
+        ledger.store.dispose()
     out.print(
         f"database   {redact(report.database_url)} "
         f"({'initialised' if report.ledger_created else 'already initialised'})"
@@ -385,7 +390,7 @@ def serve(
         raise _fail(exc) from exc
     keys = ring.ever_issued  # once any key was issued every request needs a live one, even if all are revoked
     if not _is_loopback(settings.host) and not keys:
-        ledger.store.engine.dispose()
+        ledger.store.dispose()
         raise _fail(
             InvalidInput(
                 f"refusing to listen on {settings.host} without API keys: anyone could act as any agent",
@@ -1066,7 +1071,7 @@ def doctor(ctx: typer.Context) -> None:
     except LedgerError as exc:
         row("database", False, f"{exc.message} — {exc.hint}")
     finally:
-        ledger.store.engine.dispose()
+        ledger.store.dispose()
     out.print(table)
     raise typer.Exit(1 if problems else 0)
 

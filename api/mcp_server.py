@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 
 from api.auth import identity_from_headers
 from ledger import gate
-from ledger.errors import LedgerError, StoreUnavailable
+from ledger.errors import LedgerError, StoreBusy, StoreUnavailable
 from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
@@ -84,6 +84,7 @@ in every recall; a signal below 0.2 also makes the blocks decay twice as fast.
 
 Every call is an event in a hash-chained ledger; your recalls, searches, stamps and memories are auditable."""
 CATEGORY_HELP = "one lower-case word, default 'knowledge'; 'observation' decays fastest"
+_REQUEST_ID = gate.REQUEST_ID_HELP
 _SESSION_HELP = "call clock_in first and pass the session_id it returns"
 
 
@@ -247,12 +248,21 @@ def build_mcp(
         return _ledger_call(lambda: ledger.outcome(who, block_ids, signal, sid, note))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
-    def assert_compliance(ctx: Context, session_id: str | None = None) -> AssertResult:
-        """Request the Compliance Stamp. PASS only after a memory_search on this session; each search earns one."""
+    def assert_compliance(
+        ctx: Context,
+        session_id: str | None = None,
+        request_id: Annotated[
+            str | None, Field(description=f"optional id of this request, {gate.REQUEST_ID_HELP}")
+        ] = None,
+    ) -> AssertResult:
+        """Request the Compliance Stamp. PASS only after a memory_search on this session; each search earns one.
+        Send a request_id to retry safely: the same id gets the same answer and receipt."""
         try:
             who, sid = actor(ctx), session_of(session_id)
-            return _ledger_call(lambda: ledger.assert_compliance(who, sid))
+            return _ledger_call(lambda: ledger.assert_compliance(who, sid, request_id))
         except ToolError as exc:
+            if isinstance(exc.__cause__, StoreBusy):
+                raise ToolError(f"{gate.MSG_STORE_BUSY} ({exc.__cause__.message})") from exc
             if isinstance(exc.__cause__, StoreUnavailable):
                 raise ToolError(f"{gate.MSG_STORE_DOWN} ({exc.__cause__.message})") from exc
             raise

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -23,8 +25,8 @@ from api.auth import identity_from_headers
 from api.mcp_server import build_mcp
 from api.render import event_dict
 from api.settings import Settings
-from ledger import access, memory
-from ledger.errors import InvalidInput, LedgerError, StoreUnavailable
+from ledger import access, gate, memory
+from ledger.errors import InvalidInput, LedgerError, StoreBusy, StoreUnavailable
 from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
@@ -95,6 +97,7 @@ class Search(_Body):
 
 class AssertCompliance(_Body):
     session_id: str
+    request_id: str | None = Field(None, description=f"optional id of this request, {gate.REQUEST_ID_HELP}")
 
 
 class VerifyStamp(_Body):
@@ -118,7 +121,7 @@ class EventsPage(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "unavailable"]
+    status: Literal["ok", "busy", "unavailable"]
     database: str
     head_position: int | None = None
 
@@ -141,8 +144,7 @@ class _McpEndpoint:
             except StoreUnavailable:
                 pass  # every tool needs the store and fails closed on its own, with guidance
             except LedgerError as exc:
-                response = JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status)
-                await response(scope, receive, send)
+                await error_response(exc)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -207,13 +209,23 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.mount("/mcp", mcp_app)
     _install_error_handlers(app)
 
-    @app.get("/health", response_model=Health, tags=["ops"])
-    def health() -> Any:
+    health_threads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first call
+
+    @app.get("/health", response_model=Health, tags=["ops"], responses={503: {"model": Health}})
+    async def health() -> Any:
+        """ok, busy (the write lock was held past the probe's wait: stamps get 503 now) or unavailable. The probe
+        runs on threads and a connection pool of its own, so requests stuck on a held lock cannot starve it."""
+        if not health_threads:
+            health_threads.append(anyio.CapacityLimiter(2))
         try:
-            head, _ = ledger.store.head()
+            probe = await anyio.to_thread.run_sync(ledger.store.probe, limiter=health_threads[0])
         except LedgerError as exc:
-            return JSONResponse(Health(status="unavailable", database=exc.message).model_dump(), status_code=503)
-        return Health(status="ok", database=ledger.store.dialect, head_position=head)
+            down = Health(status="unavailable", database=exc.message).model_dump()
+            return JSONResponse(down, status_code=503)
+        if probe.busy:
+            busy = Health(status="busy", database=ledger.store.dialect, head_position=probe.head_position)
+            return JSONResponse(busy.model_dump(), status_code=503, headers={"Retry-After": str(StoreBusy.retry_after)})
+        return Health(status="ok", database=ledger.store.dialect, head_position=probe.head_position)
 
     @app.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED, tags=["sessions"])
     def clock_in(body: ClockIn, who: Caller) -> Any:
@@ -279,7 +291,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
 
     @app.post("/compliance/assert", response_model=AssertResult, tags=["gate"])
     def assert_compliance(body: AssertCompliance, who: Caller) -> Any:
-        return ledger.assert_compliance(who, body.session_id)
+        return ledger.assert_compliance(who, body.session_id, body.request_id)
 
     @app.post("/stamps/verify", response_model=StampVerification, tags=["gate"])
     def verify_stamp(body: VerifyStamp, _who: Reader) -> Any:
@@ -348,7 +360,7 @@ def _with_mcp_endpoint(app: FastAPI, ledger: Ledger, settings: Settings) -> Fast
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LedgerError)
     async def ledger_error(_request: Request, exc: LedgerError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status)
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -381,4 +393,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_request: Request, exc: StoreUnavailable) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=503)
+        return error_response(exc)
+
+
+def error_response(exc: LedgerError) -> JSONResponse:
+    """The error body at the error's status; a ``Retry-After`` header when the same request may succeed soon
+    (:class:`StoreBusy`: the write lock was held past the timeout and nothing was recorded)."""
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return JSONResponse(error_body(exc.code, exc.message, exc.hint), status_code=exc.status, headers=headers)

@@ -10,6 +10,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.storage import Timeouts
+
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
@@ -37,6 +39,12 @@ class Settings(BaseSettings):
     )
     checkpoint_every_minutes: float = Field(
         10.0, ge=0, description="... or this long after the last one, if the head moved (0: not by time)"
+    )
+    lock_timeout_seconds: float = Field(
+        5.0, gt=0, description="longest wait for the ledger's write lock; past it the call is a 503 (store_busy)"
+    )
+    statement_timeout_seconds: float = Field(
+        30.0, gt=0, description="longest any one database statement may run (PostgreSQL); past it a 503"
     )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
@@ -77,6 +85,10 @@ class Settings(BaseSettings):
                 raise ValueError(f"CORS origin {origin!r} is not '*' or scheme://host[:port], e.g. https://claude.ai")
             clean.append(value)
         return clean
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(lock=self.lock_timeout_seconds, statement=self.statement_timeout_seconds)
 
     @property
     def db_url(self) -> str:

@@ -6,6 +6,7 @@ class LedgerError(Exception):
 
     code = "ledger_error"
     status = 500
+    retry_after: int | None = None  # seconds after which the same request may succeed (REST ``Retry-After``)
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -84,4 +85,21 @@ class NotInitialised(LedgerError):
     """The database has no ledger schema or the receipt key is missing."""
 
     code = "not_initialised"
+    status = 503
+
+
+class StoreBusy(StoreUnavailable):
+    """The ledger's write lock (or a statement) did not come free within the configured timeout; nothing was
+    recorded, so the same request can simply be sent again."""
+
+    code = "store_busy"
+    status = 503
+    retry_after = 1  # seconds: what REST sends as ``Retry-After``
+
+
+class StoreRefused(StoreUnavailable):
+    """The database refused the ledger's write or read (no privilege, a read-only database or transaction); the
+    gates stay closed and nothing was recorded."""
+
+    code = "store_refused"
     status = 503

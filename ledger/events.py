@@ -192,25 +192,35 @@ class MemoryOutcomeRecorded(DomainEvent):
 
 
 class ComplianceStamped(DomainEvent):
-    """The gate passed: the session's token (issued by the search at ``search_position``) was consumed."""
+    """The gate passed: the session's token (issued by the search at ``search_position``) was consumed.
+
+    v2 added ``request_id``: the caller's id for the request, so a retry of it gets this answer again.
+    """
 
     type_name: ClassVar[str] = "ComplianceStamped"
+    schema_version: ClassVar[int] = 2
     session_id: str
     search_position: int
     count: int
     stamp: str
+    request_id: str | None = None
 
 
 RefusalReason = Literal["no_search", "token_consumed", "token_expired", "anchor_required", "anchor_locked"]
 
 
 class ComplianceRefused(DomainEvent):
-    """The gate refused a stamp request and told the agent what to do."""
+    """The gate refused a stamp request and told the agent what to do.
+
+    v2 added ``request_id``: the caller's id for the request, so a retry of it gets this answer again.
+    """
 
     type_name: ClassVar[str] = "ComplianceRefused"
+    schema_version: ClassVar[int] = 2
     session_id: str
     reason: RefusalReason
     message: str
+    request_id: str | None = None
 
 
 # --- the Odyssean Anchor ---------------------------------------------------------------------------------
@@ -397,11 +407,17 @@ def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**lifted, "role": "admin" if data.get("admin") else "agent"}
 
 
+def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "request_id": None}  # requests before v2 carried no id
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
     ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
+    ("ComplianceStamped", 1): _request_id_v1_to_v2,
+    ("ComplianceRefused", 1): _request_id_v1_to_v2,
 }
 
 

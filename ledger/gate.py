@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 from ledger import anchoring
+from ledger.errors import InvalidInput
 from ledger.events import ComplianceRefused, ComplianceStamped, MemorySearched
 from projections.sessions import SessionView
 
@@ -31,6 +33,17 @@ MSG_ANCHOR_REQUIRED = (
 MSG_STORE_DOWN = (
     f"{GATE_CLOSED} The ledger store is unreachable, so no stamp can be issued. "
     "Retry when the ledger is back; the gate stays closed until then."
+)
+
+MAX_REQUEST_ID_CHARS = 128
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+REQUEST_ID_HELP = (
+    f"1 to {MAX_REQUEST_ID_CHARS} characters: letters, digits and . _ : - (starting with a letter or digit), "
+    "e.g. a UUID; send the same id again only to retry the same request"
+)
+MSG_STORE_BUSY = (
+    f"{GATE_CLOSED} The ledger is busy (its write lock was held too long), so nothing was recorded and your "
+    "token is unused. Send the same assert_compliance again (with the same request_id, if you sent one)."
 )
 
 # Seed 000, Phase 2: the grounding instruction.
@@ -75,15 +88,37 @@ def decide_search(
     ]
 
 
+def check_request_id(request_id: str | None) -> str | None:
+    """A caller's request id, if sent, must be short and plain (it is recorded and looked up by value)."""
+    if request_id is None:
+        return None
+    if (
+        not isinstance(request_id, str)
+        or len(request_id) > MAX_REQUEST_ID_CHARS
+        or not _REQUEST_ID.fullmatch(request_id)
+    ):
+        shown = request_id[:40] + "..." if isinstance(request_id, str) and len(request_id) > 40 else request_id
+        raise InvalidInput(f"request_id {shown!r} is not a valid request id", f"send {REQUEST_ID_HELP}")
+    return request_id
+
+
 def decide_assert(
-    view: SessionView, now: _dt.datetime, *, require_anchor: bool = False
+    view: SessionView, now: _dt.datetime, *, require_anchor: bool = False, request_id: str | None = None
 ) -> ComplianceStamped | ComplianceRefused:
     """PASS consumes a valid token; anything else is a recorded refusal with guidance.
 
     A session whose anchor is locked gets no stamp, whatever ``require_anchor`` says (seed 001: "After 2 retries,
     block further action"). With ``require_anchor`` the session must also hold a validated anchor. Both are
-    checked first, so such a refusal leaves the token unused.
+    checked first, so such a refusal leaves the token unused. ``request_id`` is recorded in the decision (the
+    handler answers a request id it already answered from the ledger, without deciding again).
     """
+    decision = _decide_assert(view, now, require_anchor=require_anchor)
+    return decision.model_copy(update={"request_id": request_id}) if request_id is not None else decision
+
+
+def _decide_assert(
+    view: SessionView, now: _dt.datetime, *, require_anchor: bool
+) -> ComplianceStamped | ComplianceRefused:
     if view.anchor_locked:
         return ComplianceRefused(
             session_id=view.session_id, reason="anchor_locked", message=msg_anchor_locked(view.session_id)

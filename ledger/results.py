@@ -143,6 +143,10 @@ class AssertResult(BaseModel):
     message: str | None = None
     reason: str | None = None
     position: int
+    request_id: str | None = Field(default=None, description="the request id sent, if any")
+    repeated: bool = Field(
+        default=False, description="true: this request id was answered before; this is that answer, unchanged"
+    )
 
 
 class StampVerification(BaseModel):

@@ -18,13 +18,11 @@ from typing import Any
 from ledger.errors import InvalidInput
 from ledger.events import MemoryCurated, MemoryRemembered
 from ledger.mapper import decode
-from ledger.storage import SqlEventStore, translate_errors
+from ledger.storage import INDEX_LOCK, SqlEventStore, translate_errors
 
 CHECKPOINT = "memory_search_index"
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
-# Advisory lock key for index maintenance on PostgreSQL; distinct from the append lock.
-INDEX_LOCK_KEY = 0x6D656D696478
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -76,7 +74,7 @@ class SearchIndex:
 
     def drop(self) -> None:
         """Drop the index and forget its checkpoint (the log is untouched)."""
-        with self.store.write_transaction(INDEX_LOCK_KEY) as cur:
+        with self.store.write_transaction(INDEX_LOCK) as cur:
             for ddl in _DROP[self.dialect]:
                 cur.execute(ddl)
             cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
@@ -100,7 +98,7 @@ class SearchIndex:
         if next(self.store.iter_records(start, head, types=_INDEXED, batch_size=1), None) is None:
             return 0
         applied = 0
-        with self.store.write_transaction(INDEX_LOCK_KEY) as cur:
+        with self.store.write_transaction(INDEX_LOCK) as cur:
             cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
             row = cur.fetchone()
             start = int(row[0]) if row else 0

@@ -29,6 +29,7 @@ from ledger.chain import ChainReport, StoredRecord
 from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
+    ComplianceRefused,
     ComplianceStamped,
     DomainEvent,
     LedgerInitialised,
@@ -36,6 +37,7 @@ from ledger.events import (
     SigningKeyBound,
 )
 from ledger.keys_service import API_KEYS_STREAM, KeyCommands
+from ledger.mapper import decode
 from ledger.memory_service import MemoryCommands, score_one, stats_of
 from ledger.results import (
     AgentReport,
@@ -330,40 +332,67 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
 
     # --- the gate -------------------------------------------------------------------------------------
 
-    def assert_compliance(self, actor: Actor, session_id: str) -> AssertResult:
-        """PASS (consuming the token) with a stamp and receipt, or a recorded FAIL with guidance."""
+    def assert_compliance(self, actor: Actor, session_id: str, request_id: str | None = None) -> AssertResult:
+        """PASS (consuming the token) with a stamp and receipt, or a recorded FAIL with guidance.
+
+        With ``request_id`` a retry of a request the ledger already answered for this session (say the reply was
+        lost) gets that same answer and receipt, read back from the ledger, and records nothing new.
+        """
+        request_id = gate.check_request_id(request_id)
         signer = self._signer()  # before deciding: a PASS must never be recorded without its receipt
 
         def attempt() -> AssertResult:
             session = self._open_session(actor, session_id, while_locked=True)  # locked: a recorded FAIL
-            decision = gate.decide_assert(session.view, self.clock(), require_anchor=self.config.require_anchor)
-            [rec], _ = self._append_to_session(actor, session, [decision])
-            if isinstance(decision, ComplianceStamped):
-                receipt = receipts.sign(
-                    signer,
-                    position=rec.position,
-                    hash=rec.hash,
-                    session_id=session_id,
-                    count=decision.count,
-                    agent=actor.agent,
-                    recorded_at=rec.recorded_at,
-                )
-                return AssertResult(
-                    status="PASS",
-                    session_id=session_id,
-                    stamp=decision.stamp,
-                    receipt=receipt,
-                    position=rec.position,
-                )
-            return AssertResult(
-                status="FAIL",
-                session_id=session_id,
-                message=decision.message,
-                reason=decision.reason,
-                position=rec.position,
+            answered = session.view.answers.get(request_id) if request_id is not None else None
+            if answered is not None:
+                stored = self.store.get(answered)
+                if stored is None:  # the view says the log holds it; a log that no longer does is not trusted
+                    raise Conflict(
+                        f"the answer to request {request_id} at position {answered} is missing from the log",
+                        "run `compliance-ledger verify`",
+                    )
+                return self._assert_result(decode(stored), signer, repeated=True)
+            decision = gate.decide_assert(
+                session.view, self.clock(), require_anchor=self.config.require_anchor, request_id=request_id
             )
+            [rec], _ = self._append_to_session(actor, session, [decision])
+            return self._assert_result(rec, signer)
 
         return self._retrying(attempt)
+
+    @staticmethod
+    def _assert_result(rec: RecordedEvent, signer: signing.SigningKey, *, repeated: bool = False) -> AssertResult:
+        """The gate's answer as recorded at ``rec`` (Ed25519 signatures are deterministic: the same receipt)."""
+        decision = rec.event
+        if isinstance(decision, ComplianceStamped):
+            receipt = receipts.sign(
+                signer,
+                position=rec.position,
+                hash=rec.hash,
+                session_id=decision.session_id,
+                count=decision.count,
+                agent=rec.agent or "",
+                recorded_at=rec.recorded_at,
+            )
+            return AssertResult(
+                status="PASS",
+                session_id=decision.session_id,
+                stamp=decision.stamp,
+                receipt=receipt,
+                position=rec.position,
+                request_id=decision.request_id,
+                repeated=repeated,
+            )
+        assert isinstance(decision, ComplianceRefused)
+        return AssertResult(
+            status="FAIL",
+            session_id=decision.session_id,
+            message=decision.message,
+            reason=decision.reason,
+            position=rec.position,
+            request_id=decision.request_id,
+            repeated=repeated,
+        )
 
     def verify_stamp(self, receipt: str) -> StampVerification:
         """Say whether a receipt is genuine and which ledger event it points at."""

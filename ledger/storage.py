@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,25 +32,46 @@ from ledger.errors import (
     InvalidInput,
     LedgerError,
     NotInitialised,
+    StoreBusy,
+    StoreRefused,
     StoreUnavailable,
 )
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.mapper import decode, encode, encode_meta
 
-# Key of the PostgreSQL transaction-level advisory lock that serialises appends ("ledger" in ASCII).
-APPEND_LOCK_KEY = 0x6C6564676572
+# PostgreSQL serialises writers with a transaction-level advisory lock in its two-int form: the first int is
+# the oid of this ledger's ``events`` table (so ledgers in different schemas of one database never wait for each
+# other), the second names what is serialised. Every node of one ledger must compute the same key, i.e. run
+# the same version: a node still taking the old single-key lock would not exclude a new one.
+APPEND_LOCK = 0x6C656467  # "ledg": appends to the events table
+INDEX_LOCK = 0x6D656D69  # "memi": search index maintenance
+PROBE_LOCK_SECONDS = 1.0  # the longest a health probe waits for the write lock before it reports "busy"
+_LEDGER_OID = "'events'::regclass::oid::int4"  # oid is unsigned; the int4 cast wraps, and stays unique
 
 try:  # psycopg is a dependency, but keep the SQLite path importable without it.
     import psycopg
 
-    _PG_OPERATIONAL: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
-    _PG_UNDEFINED_TABLE: tuple[type[BaseException], ...] = (psycopg.errors.UndefinedTable,)
-    _PG_INTEGRITY: tuple[type[BaseException], ...] = (psycopg.IntegrityError,)
+    _PG_ERROR: tuple[type[BaseException], ...] = (psycopg.Error,)
 except ImportError:  # pragma: no cover
-    _PG_OPERATIONAL = _PG_UNDEFINED_TABLE = _PG_INTEGRITY = ()
+    _PG_ERROR = ()
 
 
-_INTEGRITY: tuple[type[BaseException], ...] = (sqlite3.IntegrityError, *_PG_INTEGRITY)
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long the store waits, in seconds: for the write lock (PostgreSQL ``lock_timeout``, SQLite's busy wait)
+    and for any one statement (PostgreSQL ``statement_timeout``). Past either, the call raises
+    :class:`StoreBusy` and nothing was recorded."""
+
+    lock: float = 5.0
+    statement: float = 30.0
+
+    @property
+    def lock_ms(self) -> int:
+        return max(1, round(self.lock * 1000))
+
+    @property
+    def statement_ms(self) -> int:
+        return max(1, round(self.statement * 1000))
 
 
 class EventRow(SQLModel, table=True):
@@ -136,9 +158,17 @@ def normalise_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str) -> Engine:
-    """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits)."""
+def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | None = None) -> Engine:
+    """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits).
+
+    Waits are bounded by ``timeouts``: SQLite's busy wait (a writer waiting for another's write lock), and on
+    PostgreSQL a session-level ``lock_timeout`` / ``statement_timeout`` for every statement (write transactions
+    also set them ``LOCAL``, which holds behind a transaction-pooling proxy too). ``pool_size`` gives a small
+    pool of its own, e.g. for the health probe.
+    """
+    timeouts = timeouts or Timeouts()
     url = normalise_url(url)
+    pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
     if url.startswith("sqlite"):
         database = sa.engine.make_url(url).database
         if not database or database == ":memory:":
@@ -146,48 +176,123 @@ def make_engine(url: str) -> Engine:
                 "an in-memory SQLite database cannot hold a ledger shared between connections",
                 "give a file path, e.g. sqlite:///./ledger.db",
             )
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        if not database.startswith("file:"):  # a URI filename (mode=ro, ...) names an existing database
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": timeouts.lock}, **pool)
 
         @sa_event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN IMMEDIATE ourselves
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             dbapi_conn.execute("PRAGMA synchronous=FULL")
-            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+            dbapi_conn.execute(f"PRAGMA busy_timeout={timeouts.lock_ms}")
 
         return engine
     if url.startswith("postgresql"):
-        return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+        engine = sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5}, **pool)
+
+        @sa_event.listens_for(engine, "connect")
+        def _limits(dbapi_conn: Any, _record: Any) -> None:
+            # Session-wide, so reads and DDL are bounded too (a URL's ``options`` such as search_path stay).
+            with dbapi_conn.cursor() as cur:
+                cur.execute(f"SET lock_timeout = {timeouts.lock_ms}; SET statement_timeout = {timeouts.statement_ms}")
+            dbapi_conn.commit()
+
+        return engine
     raise InvalidInput(f"unsupported database URL {url!r}", "use sqlite:///PATH or postgresql://USER@HOST/DB")
+
+
+# SQLSTATE classes and codes (PostgreSQL), see https://www.postgresql.org/docs/current/errcodes-appendix.html.
+_PG_BUSY = {"55P03", "57014", "40001", "40P01"}  # lock_not_available, query_canceled (statement_timeout), ...
+_PG_REFUSED = {"42501", "25006"}  # insufficient_privilege, read_only_sql_transaction
+_PG_REFUSED_CLASSES = {"28"}  # invalid authorization
+_PG_UNAVAILABLE_CLASSES = {"08", "53", "57", "58"}  # connection, resources, operator intervention, system
+_PG_NOT_INITIALISED = {"42P01", "3F000"}  # undefined_table, invalid_schema_name
+# SQLite primary result codes (the low byte of ``sqlite_errorcode``).
+_SQLITE_BUSY = {5, 6}  # SQLITE_BUSY "database is locked", SQLITE_LOCKED
+_SQLITE_REFUSED = {3, 8, 23}  # SQLITE_PERM, SQLITE_READONLY "attempt to write a readonly database", SQLITE_AUTH
+_SQLITE_DATA = {18, 20, 25}  # SQLITE_TOOBIG, SQLITE_MISMATCH, SQLITE_RANGE
+
+_BUSY_HINT = "the ledger is busy (its write lock is held); nothing was recorded: send the same request again"
+_REFUSED_HINT = (
+    "the database refused the ledger's user (a read-only database or a role without the privilege); nothing "
+    "was recorded: give the ledger's database user read and write access"
+)
+
+
+def classify_driver_error(exc: BaseException, dialect: str) -> LedgerError | None:
+    """THE mapping from a database driver's error to the ledger's own (STYLE 7); ``None`` when ``exc`` is not a
+    driver error this store knows how to read (it is then re-raised as it is).
+
+    PostgreSQL by SQLSTATE: a lock or statement timeout is :class:`StoreBusy`; connection, resource and
+    operator-intervention classes are :class:`StoreUnavailable`; privilege and read-only refusals are
+    :class:`StoreRefused` (all 503: the gates fail closed); data exceptions (class 22) are :class:`InvalidInput`;
+    integrity violations :class:`Conflict`. SQLite by its result code, the same way.
+    """
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        text = str(exc).strip()
+        if code in _SQLITE_BUSY:
+            return StoreBusy(f"SQLite store busy: {text}", _BUSY_HINT)
+        if code in _SQLITE_REFUSED:
+            return StoreRefused(f"SQLite store refused the operation: {text}", _REFUSED_HINT)
+        if isinstance(exc, sqlite3.IntegrityError):
+            return Conflict(f"the store rejected the write: {text}", "re-load and retry")
+        if code in _SQLITE_DATA or isinstance(exc, sqlite3.DataError):
+            return InvalidInput(f"the store cannot hold this value: {text}", "send a smaller or simpler value")
+        if isinstance(exc, sqlite3.OperationalError):
+            if "no such table" in text:
+                return NotInitialised("the database has no ledger schema", "run `compliance-ledger init`")
+            return StoreUnavailable(f"SQLite store unavailable: {text}", "check the database file and disk")
+        return None
+    if not _PG_ERROR or not isinstance(exc, _PG_ERROR):
+        return None
+    state = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).strip()
+    if state in _PG_BUSY:
+        return StoreBusy(f"PostgreSQL store busy: {text}", _BUSY_HINT)
+    if state in _PG_REFUSED or state[:2] in _PG_REFUSED_CLASSES:
+        return StoreRefused(f"PostgreSQL refused the operation: {text}", _REFUSED_HINT)
+    if state in _PG_NOT_INITIALISED:
+        return NotInitialised("the database has no ledger schema", "run `compliance-ledger init`")
+    if state[:2] == "22":
+        return InvalidInput(f"the store cannot hold this value: {text}", "send a smaller or simpler value")
+    if state[:2] == "23":
+        # Appends check versions under a lock, so this means a writer bypassed it (or the schema changed).
+        return Conflict(f"the store rejected the write: {text}", "re-load and retry")
+    if state[:2] in _PG_UNAVAILABLE_CLASSES or isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return StoreUnavailable(f"PostgreSQL store unavailable: {text}", "check that the server is reachable")
+    return None
 
 
 @contextlib.contextmanager
 def translate_errors(dialect: str) -> Iterator[None]:
-    """Re-raise driver and SQLAlchemy errors as the ledger's own (STYLE 7)."""
+    """Re-raise driver and SQLAlchemy errors as the ledger's own, through :func:`classify_driver_error`."""
     try:
         yield
     except LedgerError:
         raise
     except sa.exc.SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
+        mapped = classify_driver_error(orig, dialect) if isinstance(orig, BaseException) else None
+        if mapped is not None:
+            raise mapped from exc
         if isinstance(orig, BaseException):
-            with translate_errors(dialect):
-                raise orig from exc
+            raise orig from exc
         raise StoreUnavailable(f"event store error: {exc}", "check the database URL and server") from exc
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
-        raise StoreUnavailable(f"SQLite store unavailable: {exc}", "check the database file and disk") from exc
-    except _INTEGRITY as exc:
-        # Appends check versions under a lock, so this means a writer bypassed it (or the schema changed).
-        raise Conflict(f"the store rejected the write: {str(exc).strip()}", "re-load and retry") from exc
-    except _PG_UNDEFINED_TABLE as exc:
-        raise NotInitialised("the database has no ledger schema", "run `compliance-ledger init`") from exc
-    except _PG_OPERATIONAL as exc:
-        raise StoreUnavailable(
-            f"PostgreSQL store unavailable: {str(exc).strip()}", "check that the server is reachable"
-        ) from exc
+    except Exception as exc:
+        mapped = classify_driver_error(exc, dialect)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a health probe saw: the head position, and whether the write lock was held past the probe's wait."""
+
+    head_position: int
+    busy: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +307,11 @@ class StreamState:
 class SqlEventStore:
     """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions."""
 
-    def __init__(self, engine: Engine, clock: _clock.Clock = _clock.now) -> None:
+    def __init__(self, engine: Engine, clock: _clock.Clock = _clock.now, timeouts: Timeouts | None = None) -> None:
         self.engine = engine
+        self.timeouts = timeouts or Timeouts()
+        self._probe: Engine | None = None
+        self._probe_lock = threading.Lock()
         self.dialect = engine.dialect.name
         self._clock = clock
         self._ph = "?" if self.dialect == "sqlite" else "%s"
@@ -227,17 +335,26 @@ class SqlEventStore:
     # --- writing --------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def write_transaction(self, lock_key: int = APPEND_LOCK_KEY) -> Iterator[Any]:
-        """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error."""
+    def write_transaction(self, lock: int = APPEND_LOCK) -> Iterator[Any]:
+        """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error.
+
+        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written.
+        """
         with translate_errors(self.dialect):
             conn = self.engine.raw_connection()
             try:
                 cur = conn.cursor()
-                if self.dialect == "sqlite":
-                    cur.execute("BEGIN IMMEDIATE")
-                else:
-                    cur.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
                 try:
+                    if self.dialect == "sqlite":
+                        cur.execute("BEGIN IMMEDIATE")
+                    else:
+                        # One round trip (simple protocol: no parameters); an advisory lock wait honours
+                        # lock_timeout. LOCAL: these limits end with the transaction.
+                        cur.execute(
+                            f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
+                            f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
+                            f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
+                        )
                     yield cur
                 except BaseException:
                     conn.rollback()
@@ -245,6 +362,55 @@ class SqlEventStore:
                 conn.commit()
             finally:
                 conn.close()
+
+    # --- health ---------------------------------------------------------------------------------------
+
+    def probe(self) -> Probe:
+        """Health check on a tiny pool of its own, so appends stuck behind a held lock cannot starve it: read the
+        head, then try the write lock for at most ``PROBE_LOCK_SECONDS`` (taken and released at once; nothing is
+        written). ``busy`` says an append would have had to wait longer than that."""
+        engine = self._probe_engine()
+        with translate_errors(self.dialect):
+            conn = engine.raw_connection()
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT MAX(position) FROM events WHERE position >= 1")
+                row = cur.fetchone()
+                head = int(row[0]) if row and row[0] is not None else 0
+                conn.rollback()
+                busy = False
+                try:
+                    with translate_errors(self.dialect):
+                        if self.dialect == "sqlite":
+                            cur.execute("BEGIN IMMEDIATE")
+                        else:
+                            wait = max(1, min(self.timeouts.lock_ms, round(PROBE_LOCK_SECONDS * 1000)))
+                            cur.execute(
+                                f"SET LOCAL lock_timeout = {wait}; "
+                                f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {APPEND_LOCK})"
+                            )
+                except StoreBusy:
+                    busy = True
+                finally:
+                    conn.rollback()
+            finally:
+                conn.close()
+        return Probe(head_position=head, busy=busy)
+
+    def _probe_engine(self) -> Engine:
+        with self._probe_lock:
+            if self._probe is None:
+                wait = min(self.timeouts.lock, PROBE_LOCK_SECONDS)
+                url = self.engine.url.render_as_string(hide_password=False)
+                self._probe = make_engine(url, Timeouts(lock=wait, statement=self.timeouts.statement), pool_size=2)
+            return self._probe
+
+    def dispose(self) -> None:
+        """Close every pooled connection (the store's and the health probe's)."""
+        self.engine.dispose()
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.dispose()
 
     def sql(self, text: str) -> str:
         """Adapt a statement written with ``?`` placeholders to the driver's paramstyle."""

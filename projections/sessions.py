@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ledger.events import (
@@ -74,6 +74,8 @@ class SessionView:
     anchor_position: int | None = None
     anchor_locked: bool = False
     lockouts: int = 0
+    # request_id -> position of the gate's answer to it (a retry with the id gets that answer again)
+    answers: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     @property
     def is_open(self) -> bool:
@@ -86,6 +88,13 @@ class SessionView:
 def session_key(rec: RecordedEvent) -> str | None:
     """Sessions are keyed by their stream: ``session:<id>``."""
     return rec.stream[len(STREAM_PREFIX) :] if rec.stream.startswith(STREAM_PREFIX) else None
+
+
+def _answered(view: SessionView, request_id: str | None, position: int) -> Mapping[str, int]:
+    """The view's answered requests plus this one (a new mapping: views are never changed in place)."""
+    if request_id is None or request_id in view.answers:
+        return view.answers
+    return {**view.answers, request_id: position}
 
 
 def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
@@ -136,6 +145,7 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
         return with_changes(
             view,
             token=current,
+            answers=_answered(view, e.request_id, rec.position),
             stamps=view.stamps + 1,
             last_stamp_position=rec.position,
             last_event_at=at,
@@ -143,7 +153,14 @@ def evolve(view: SessionView | None, rec: RecordedEvent) -> SessionView | None:
             position=position,
         )
     if isinstance(e, ComplianceRefused):
-        return with_changes(view, refusals=view.refusals + 1, last_event_at=at, version=version, position=position)
+        return with_changes(
+            view,
+            answers=_answered(view, e.request_id, rec.position),
+            refusals=view.refusals + 1,
+            last_event_at=at,
+            version=version,
+            position=position,
+        )
     if isinstance(e, AnchorAttempted):
         if e.validated:
             return with_changes(

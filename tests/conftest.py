@@ -90,7 +90,7 @@ def make_ledger(tmp_path: Path) -> Iterator[LedgerFactory]:
 
     yield factory
     for ledger in built:
-        ledger.store.engine.dispose()
+        ledger.store.dispose()
 
 
 @pytest.fixture
