@@ -974,10 +974,11 @@ def bench_mcp(tmp: Path, sizes: Sizes, report: Report) -> None:
 
 
 def _pg_raw_append(conn: Any, stream: str, version: int, row: tuple[str, int, str, str], lock_key: int) -> None:
-    """The minimal hash-chained append on psycopg: advisory lock, read the head, insert, commit."""
+    """The minimal hash-chained append on psycopg: advisory lock (this schema's, as the store takes it), read the
+    head, insert, commit."""
     type_name, schema_version, data_json, meta_json = row
     with conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+        cur.execute("SELECT pg_advisory_xact_lock('events'::regclass::oid::int4, %s)", (lock_key,))
         cur.execute(LAST)
         head = cur.fetchone()
         position, prev_hash = head if head else (0, GENESIS_HASH)
@@ -1061,7 +1062,7 @@ def bench_pg(sizes: Sizes, report: Report) -> None:
     import psycopg
     import sqlalchemy as sa
 
-    from ledger.storage import APPEND_LOCK_KEY
+    from ledger.storage import APPEND_LOCK
 
     console.log("[bold]PostgreSQL appends[/]: 1 and 4 concurrent writers")
     try:
@@ -1128,7 +1129,7 @@ def bench_pg(sizes: Sizes, report: Report) -> None:
 
             def append() -> None:
                 version[0] += 1
-                _pg_raw_append(conn, stream, version[0], row, APPEND_LOCK_KEY)
+                _pg_raw_append(conn, stream, version[0], row, APPEND_LOCK)
 
             return append
 
