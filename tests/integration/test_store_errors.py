@@ -220,3 +220,20 @@ def test_the_store_and_its_health_probe_use_the_configured_timeouts(sqlite_url: 
     assert store.timeouts.lock == 5.0 and store.timeouts.statement == 30.0  # the documented defaults
     store.dispose()
     assert Settings(lock_timeout_seconds=0.5).timeouts.lock_ms == 500
+
+
+def test_the_cli_says_the_ledger_is_busy_and_exits_75_when_the_write_lock_is_held(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import EXIT_BUSY, app
+
+    ledger = make_ledger(db_url)
+    head = ledger.store.head()
+    monkeypatch.setenv("LEDGER_LOCK_TIMEOUT_SECONDS", "0.5")
+    with append_lock_held(db_url):
+        result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "keys", "add", "--agent", "carol"])
+    assert result.exit_code == EXIT_BUSY == 75, result.output
+    assert "busy" in result.output and "again" in result.output
+    assert ledger.store.head() == head
