@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,8 +28,35 @@ from ledger.errors import InvalidInput, LedgerError, StoreBusy
 from ledger.results import BlockOut, TaskInfo
 from ledger.search_index import CHECKPOINT
 from ledger.service import Actor, Ledger
+from ledger.text import HINT as TEXT_HINT
+from ledger.text import bad_char, find_bad_text
+
+
+def argv_field(args: list[str], index: int) -> str:
+    """How to name ``args[index]`` to a person: ``--opt`` for an option's value, else its position."""
+    token = args[index]
+    if token.startswith("--") and "=" in token:
+        return token.split("=", 1)[0]
+    if index > 0 and args[index - 1].startswith("-") and not token.startswith("-"):
+        return args[index - 1]
+    return f"argument {index + 1}"
+
+
+class _CheckedGroup(typer.core.TyperGroup):
+    """The root command refuses an argument or option value holding a NUL or a lone surrogate (undecodable bytes
+    reach Python as lone surrogates) before any command runs: exit 2, as for any invalid input."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for i, token in enumerate(args):
+            if bad_char(token) is not None:
+                found = find_bad_text({argv_field(args, i): token})
+                assert found is not None
+                raise _fail(InvalidInput(found.message("command-line value"), TEXT_HINT))
+        return list(super().parse_args(ctx, args))
+
 
 app = typer.Typer(
+    cls=_CheckedGroup,
     name="compliance-ledger",
     help="Hash-chained audit ledger of AI coding agents' memory discipline.",
     no_args_is_help=True,
@@ -290,6 +318,10 @@ def anchor_validate(
         text = sys.stdin.read() if str(proof_file) == "-" else proof_file.read_text(encoding="utf-8")
     except OSError as exc:
         raise _fail(InvalidInput(f"cannot read {proof_file}: {exc.strerror}", "give a readable file")) from exc
+    except UnicodeDecodeError as exc:
+        raise _fail(InvalidInput(f"{proof_file} is not UTF-8 text", "save the proof as UTF-8")) from exc
+    if (found := find_bad_text({str(proof_file): text})) is not None:
+        raise _fail(InvalidInput(found.message("file"), TEXT_HINT))
     with _ledger(ctx) as ledger:
         claimed = role or ledger.session_state(session).role
         result = ledger.anchor(Actor(agent, "cli"), session, claimed, text, tier)
@@ -547,6 +579,7 @@ def replay(
                 rebuilt = ledger.rebuild_index(tick)
         with _progress("replaying", position if position is not None else head) as tick:
             result = ledger.replay(as_of=moment, position=position, progress=tick)
+        skipped = ledger.index.skips()
     states = [s for s in result.sessions() if session is None or s.session_id == session]
     if session is not None and not states:
         raise _fail(InvalidInput(f"session {session} does not exist at that point", "check the id and the time"))
@@ -561,6 +594,7 @@ def replay(
                 "position": result.position,
                 "as_of": result.moment.isoformat(),
                 "index_rebuilt": rebuilt,
+                "index_skipped": [{"position": k.position, "reason": k.reason} for k in skipped],
                 "sessions": [s.model_dump(mode="json") for s in states],
                 "compliance": [a.model_dump(mode="json") for a in result.compliance()],
                 "memory": memory_state.model_dump(mode="json"),
@@ -572,6 +606,8 @@ def replay(
         f"replayed to position {result.position} (as of {result.moment.isoformat()})"
         + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
     )
+    for k in skipped:
+        err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")
     table = Table("session", "agent", "role", "open", "token", "searches", "stamps", "refusals")
     for s in states[-50:]:
         table.add_row(
@@ -870,6 +906,8 @@ def _json_arg(text: str, what: str) -> dict[str, Any]:
         raise _fail(InvalidInput(f"{what} is not JSON: {exc.msg}", JSON_HINT)) from exc
     if not isinstance(value, dict):
         raise _fail(InvalidInput(f"{what} is not a JSON object", JSON_HINT))
+    if (found := find_bad_text(value, what)) is not None:
+        raise _fail(InvalidInput(found.message(), TEXT_HINT))
     return value
 
 
@@ -1066,6 +1104,9 @@ def doctor(ctx: typer.Context) -> None:
         )
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
+        # An event the index cannot hold can only have been written to the database directly: a person looks.
+        for k in ledger.index.skips():
+            row("index skip", False, f"the search index skipped the event at position {k.position}: {k.reason}")
         ring = ledger.key_ring()
         row("API keys", True, f"{len(ring.keys)} issued, {len(ring.keys) - len(ring.active())} revoked")
     except LedgerError as exc:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from api.auth import identity_from_headers
 from ledger import gate
@@ -35,6 +35,8 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service import Actor, Ledger
+from ledger.text import HINT as TEXT_HINT
+from ledger.text import find_bad_text
 
 T = TypeVar("T")
 
@@ -96,8 +98,18 @@ def _ledger_call(fn: Callable[[], T]) -> T:
         raise ToolError(f"{exc.message}. {exc.hint}".strip() if exc.hint else exc.message) from exc
 
 
+def _refuse_unstorable_text(data: Any) -> Any:
+    """Before a tool's arguments are validated: a NUL or lone surrogate in any of them is an invalid argument
+    named in the tool error (the SDK reports a failed argument validation as a tool error)."""
+    found = find_bad_text(data)
+    if found is not None:
+        raise ValueError(f"{found.message('argument')}; {TEXT_HINT}")
+    return data
+
+
 def _forbid_unknown_arguments(server: MCPServer) -> None:
-    """Make every tool reject arguments it does not declare (the SDK ignores them by default)."""
+    """Make every tool reject arguments it does not declare (the SDK ignores them by default) and arguments
+    holding text the ledger cannot store."""
     for tool in server._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
         strict = type(
@@ -106,6 +118,7 @@ def _forbid_unknown_arguments(server: MCPServer) -> None:
             {
                 "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"}),
                 "__module__": base.__module__,
+                "refuse_unstorable_text": model_validator(mode="before")(_refuse_unstorable_text),
             },
         )
         tool.fn_metadata.arg_model = strict

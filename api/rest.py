@@ -7,6 +7,7 @@ Errors are always ``{"error": {"code", "message", "hint"}}`` with the right stat
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -44,12 +45,38 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service import Actor, Ledger
+from ledger.text import HINT as TEXT_HINT
+from ledger.text import find_bad_text, printable
 
 MAX_EVENTS_PAGE = 1000
 
 
 def error_body(code: str, message: str, hint: str = "") -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "hint": hint}}
+    # An error may quote what the caller sent; a NUL or lone surrogate in it must not break the answer itself.
+    return {"error": {"code": code, "message": printable(message), "hint": printable(hint)}}
+
+
+async def refuse_unstorable_text(request: Request) -> None:
+    """Every route's first dependency: a NUL or lone surrogate anywhere in the path, query or JSON body is a 422
+    naming the field, before the caller is resolved or anything is recorded."""
+    for where, params in (
+        ("path parameter", request.path_params.items()),
+        ("query parameter", request.query_params.multi_items()),
+    ):
+        for name, value in params:
+            found = find_bad_text({name: value})
+            if found is not None:
+                raise InvalidInput(found.message(where), TEXT_HINT)
+    body = await request.body()
+    if not body:
+        return
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return  # FastAPI answers malformed JSON itself
+    found = find_bad_text(data)
+    if found is not None:
+        raise InvalidInput(found.message(), TEXT_HINT)
 
 
 class _Body(BaseModel):
@@ -124,6 +151,9 @@ class Health(BaseModel):
     status: Literal["ok", "busy", "unavailable"]
     database: str
     head_position: int | None = None
+    index_skipped: list[int] = Field(
+        default_factory=list, description="positions of events the search index could not hold and skipped"
+    )
 
 
 class _McpEndpoint:
@@ -203,6 +233,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         version="0.1.0",
         description="Hash-chained audit ledger of AI agents' memory discipline. MCP at /mcp.",
         lifespan=lifespan,
+        dependencies=[Depends(refuse_unstorable_text)],
     )
     app.state.ledger = ledger
     app.state.settings = settings
@@ -225,7 +256,18 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         if probe.busy:
             busy = Health(status="busy", database=ledger.store.dialect, head_position=probe.head_position)
             return JSONResponse(busy.model_dump(), status_code=503, headers={"Retry-After": str(StoreBusy.retry_after)})
-        return Health(status="ok", database=ledger.store.dialect, head_position=probe.head_position)
+        try:  # on the probe's own pool too, so a starved main pool cannot hang the report
+            skips = await anyio.to_thread.run_sync(
+                ledger.index.skips, ledger.store._probe_engine(), limiter=health_threads[0]
+            )
+        except LedgerError as exc:
+            return JSONResponse(Health(status="unavailable", database=exc.message).model_dump(), status_code=503)
+        return Health(
+            status="ok",
+            database=ledger.store.dialect,
+            head_position=probe.head_position,
+            index_skipped=[k.position for k in skips],
+        )
 
     @app.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED, tags=["sessions"])
     def clock_in(body: ClockIn, who: Caller) -> Any:

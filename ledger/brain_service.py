@@ -26,6 +26,7 @@ from ledger import brain
 from ledger.service import Actor, Ledger, check_agent
 from ledger.sessions import MAX_FOCUS_CHARS
 from ledger.storage import SqlEventStore
+from ledger.text import require_clean
 from projections import brain as brain_proj
 from projections.runner import AggregateProjection, ProjectionRunner
 
@@ -150,6 +151,8 @@ def ask(
     anything is recorded. Bad input (empty or over-long prompt, unknown, closed or another agent's session)
     raises before anything is recorded.
     """
+    # A brain call is several appends (clock-in, search, remember): every argument is checked before the first.
+    require_clean({"prompt": prompt, "context": context, "session_id": session_id, "agent_name": agent_name})
     prompt = brain.check_prompt(prompt)
     context = brain.check_context(context)
     agent_name = brain.check_agent_name(agent_name)

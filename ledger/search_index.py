@@ -5,35 +5,66 @@ SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` 
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
 same transaction as its updates, so two processes never apply an event twice. Dropping the tables and
 calling :meth:`SearchIndex.rebuild` restores it from the log.
+
+An event the index cannot hold (text PostgreSQL refuses, a payload that no longer decodes: only someone writing
+to the database directly can put one there) must not stop search for every caller. Events are applied in
+batches, each under a savepoint; a failing batch is rolled back and applied one event at a time, and each event
+that still fails is skipped: logged, and recorded in ``projection_skips`` (position and reason), which
+``doctor``, ``/health`` and ``replay`` report.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import logging
 import re
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.errors import InvalidInput
+from sqlalchemy.engine import Engine
+
+from ledger.chain import StoredRecord
+from ledger.errors import InvalidInput, LedgerError
 from ledger.events import MemoryCurated, MemoryRemembered
 from ledger.mapper import decode
 from ledger.storage import INDEX_LOCK, SqlEventStore, translate_errors
+from ledger.text import printable
+
+try:
+    import psycopg
+
+    _PG_FATAL: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+except ImportError:  # pragma: no cover
+    _PG_FATAL = ()
+
+# Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is skipped.
+_FATAL: tuple[type[BaseException], ...] = (LedgerError, sqlite3.OperationalError, *_PG_FATAL)
+log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
+BATCH_SIZE = 500
+MAX_REASON_CHARS = 500
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+_SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
+    name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
 _DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
+        _SKIPS_DDL,
         """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
                block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='porter unicode61')""",
     ],
     "postgresql": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
+        _SKIPS_DDL,
         """CREATE TABLE IF NOT EXISTS memory_index (
                block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
@@ -53,6 +84,14 @@ class Hit:
     content: str
     tags: list[str]
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """An event a derived index could not apply: its position and why."""
+
+    position: int
+    reason: str
 
 
 def query_terms(query: str) -> list[str]:
@@ -78,6 +117,7 @@ class SearchIndex:
             for ddl in _DROP[self.dialect]:
                 cur.execute(ddl)
             cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
 
     def checkpoint(self) -> int:
         with translate_errors(self.dialect), self.store.engine.connect() as conn:
@@ -85,6 +125,15 @@ class SearchIndex:
                 self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,)
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def skips(self, engine: Engine | None = None) -> list[Skip]:
+        """The events the index skipped, in position order (read through ``engine``, default the store's)."""
+        with translate_errors(self.dialect), (engine or self.store.engine).connect() as conn:
+            rows = conn.exec_driver_sql(
+                self.store.sql("SELECT position, reason FROM projection_skips WHERE name = ? ORDER BY position"),
+                (CHECKPOINT,),
+            ).fetchall()
+        return [Skip(int(r[0]), str(r[1])) for r in rows]
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Apply every event after the checkpoint; return how many blocks were indexed."""
@@ -106,17 +155,59 @@ class SearchIndex:
                 # Another process caught up past the head read above while this one waited for the lock;
                 # writing ``head`` now would move the checkpoint backwards and re-apply events later.
                 return 0
-            for rec in self.store.iter_records(start, head, types=_INDEXED):
-                event = decode(rec).event
-                if isinstance(event, MemoryRemembered):
-                    self._insert(cur, event)
-                    applied += 1
-                    if progress and applied % 1000 == 0:
-                        progress(applied)
-                elif isinstance(event, MemoryCurated) and event.archived:
-                    self._remove(cur, event.archived)
+            for batch in _batches(self.store.iter_records(start, head, types=_INDEXED), BATCH_SIZE):
+                before = applied
+                try:
+                    with self._savepoint(cur):
+                        applied += sum(self._apply(cur, rec) for rec in batch)
+                except _FATAL:
+                    raise
+                except Exception:
+                    # Some event of the batch cannot be indexed: apply them one by one and skip the failing ones.
+                    applied = before + sum(self._apply_or_skip(cur, rec) for rec in batch)
+                if progress and applied // 1000 > before // 1000:
+                    progress(applied)
             self._set_checkpoint(cur, head)
         return applied
+
+    def _apply(self, cur: Any, rec: StoredRecord) -> int:
+        """Apply one stored event to the index; 1 when it indexed a block."""
+        event = decode(rec).event
+        if isinstance(event, MemoryRemembered):
+            self._insert(cur, event)
+            return 1
+        if isinstance(event, MemoryCurated) and event.archived:
+            self._remove(cur, event.archived)
+        return 0
+
+    def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
+        try:
+            with self._savepoint(cur):
+                return self._apply(cur, rec)
+        except _FATAL:
+            raise
+        except Exception as exc:
+            reason = printable(f"{type(exc).__name__}: {exc}".strip())[:MAX_REASON_CHARS]
+            log.warning("search index: skipped event at position %d (%s): %s", rec.position, rec.type, reason)
+            cur.execute(
+                self.store.sql(
+                    "INSERT INTO projection_skips (name, position, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+                ),
+                (CHECKPOINT, rec.position, reason),
+            )
+            return 0
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _savepoint(cur: Any) -> Iterator[None]:
+        cur.execute("SAVEPOINT index_apply")
+        try:
+            yield
+        except BaseException:
+            cur.execute("ROLLBACK TO SAVEPOINT index_apply")
+            cur.execute("RELEASE SAVEPOINT index_apply")
+            raise
+        cur.execute("RELEASE SAVEPOINT index_apply")
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the index and rebuild it from the whole log."""
@@ -195,6 +286,11 @@ class SearchIndex:
                     (" | ".join(terms), *([tag_like] if tag_like else []), limit),
                 ).fetchall()
         return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+
+
+def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:
+    while batch := list(itertools.islice(records, size)):
+        yield batch
 
 
 def _escape_like(text: str) -> str:

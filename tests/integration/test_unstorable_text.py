@@ -1,0 +1,132 @@
+"""NUL characters and lone surrogates (issue 10, hole 4): never appended, and never able to stop search.
+
+PostgreSQL ``text`` cannot hold U+0000. The encoder refuses any event carrying one (or a lone surrogate) whatever
+the path, appending nothing; and an event that reached the database anyway (written there directly, chained
+correctly) is skipped by the search index, logged and reported, instead of failing every search, recall, brain
+call and replay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.settings import Settings
+from ledger import brain_service, clock, memory
+from ledger.canonical import canonical_json, format_ts
+from ledger.chain import record_hash
+from ledger.errors import InvalidInput
+from ledger.events import MemoryRemembered, to_payload
+from ledger.service import Actor, Ledger
+from tests.conftest import LedgerFactory
+from tests.e2e.test_http import running
+from tests.integration.test_tamper import INSERT, raw
+
+ALICE = Actor("alice", "cli")
+EVIL = "evil\x00note about the database schema"
+
+
+def _remembered(content: str, session_id: str | None = None) -> MemoryRemembered:
+    block_id = memory.block_id_for(content.encode("utf-8", "surrogatepass").decode("latin-1"))
+    return MemoryRemembered(block_id=block_id, content=content, tags=["t"], session_id=session_id)
+
+
+@pytest.mark.parametrize(
+    ("events", "meta", "field"),
+    [
+        ([_remembered("a fine block about schemas"), _remembered(EVIL)], {"agent": "alice"}, "content"),
+        ([_remembered("lone \ud800 surrogate")], {"agent": "alice"}, "content"),
+        ([_remembered("a fine block")], {"agent": "ali\x00ce"}, "meta.agent"),
+    ],
+    ids=["nul-in-second-event", "lone-surrogate", "nul-in-meta"],
+)
+def test_the_encoder_refuses_unstorable_text_and_appends_nothing(
+    ledger: Ledger, events: list[MemoryRemembered], meta: dict[str, str], field: str
+) -> None:
+    head = ledger.store.head()
+    with pytest.raises(InvalidInput) as caught:
+        ledger.store.append("block:multi", 0, events, meta)
+    assert field in caught.value.message and caught.value.hint
+    assert ledger.store.head() == head  # the clean first event was not appended either
+
+
+def test_the_service_refuses_nul_text_before_recording(ledger: Ledger) -> None:
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    head = ledger.store.head()
+    with pytest.raises(InvalidInput, match="NUL"):
+        ledger.remember(ALICE, EVIL, [], sid)
+    with pytest.raises(InvalidInput, match="agent_name"):  # a brain call is several appends: checked before all
+        brain_service.ask(ledger, ALICE, "what do we know about schemas?", agent_name="bad\ud800name")
+    assert ledger.store.head() == head
+
+
+def force_event(ledger: Ledger, event: MemoryRemembered) -> int:
+    """Append ``event`` straight into the database, correctly chained (an attacker at the database could)."""
+    position, prev_hash = ledger.store.head()
+    fields = dict(
+        position=position + 1,
+        stream=memory.stream_for(event.block_id),
+        version=1,
+        type=event.type_name,
+        schema_version=event.schema_version,
+        data_json=canonical_json(to_payload(event)),
+        meta_json=canonical_json({"agent": "mallory", "source": "sql"}),
+        recorded_at=format_ts(clock.now()),
+        prev_hash=prev_hash,
+    )
+    raw(ledger.store, INSERT, [*fields.values(), record_hash(**fields)])
+    return position + 1
+
+
+def test_a_nul_event_in_the_database_is_skipped_and_reported_not_fatal(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = make_ledger(db_url)
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    good = ledger.remember(ALICE, "The database schema lives in ledger/storage.py for every backend.", [], sid)
+    nul = force_event(ledger, _remembered(EVIL))
+    assert ledger.verify().ok  # a well-chained row: only the index can tell
+    # PostgreSQL text cannot hold the NUL: the index skips it there; SQLite can, and indexes it
+    skipped = [nul] if ledger.store.dialect == "postgresql" else []
+
+    with caplog.at_level(logging.WARNING, logger="ledger.search_index"):
+        found = ledger.search(ALICE, sid, "database schema")
+    assert good.block_id in [h.block_id for h in found.results]
+    assert all(f"position {p}" in caplog.text for p in skipped)
+    recalled = ledger.recall(ALICE, "database schema", "attention", 5, sid)
+    assert recalled.blocks
+    answer = brain_service.ask(ledger, ALICE, "what do we know about the database schema?")
+    assert answer.trace.thoughts_retrieved >= 1
+    assert [k.position for k in ledger.index.skips()] == skipped
+    assert all(k.reason for k in ledger.index.skips())
+
+    # replay rebuilds the index: it skips the same event again and says so
+    result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "replay", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [k["position"] for k in json.loads(result.stdout)["index_skipped"]] == skipped
+    assert [k.position for k in ledger.index.skips()] == skipped
+
+    doctor = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "doctor"])
+    assert doctor.exit_code == (1 if skipped else 0), doctor.output
+    assert all(f"position {p}" in doctor.output for p in skipped)
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=60) as http:
+        health = http.get("/health").json()
+        rest_sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
+        searched = http.post("/memory/search", json={"query": "database schema", "session_id": rest_sid})
+    assert health["index_skipped"] == skipped
+    assert searched.status_code == 200
+
+
+def test_a_well_formed_batch_after_a_skip_is_still_indexed(make_ledger: LedgerFactory, db_url: str) -> None:
+    ledger = make_ledger(db_url)
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    force_event(ledger, _remembered(EVIL))
+    later = ledger.remember(ALICE, "Indexes are rebuilt from the log by replay, never edited by hand.", [], sid)
+    hits = ledger.search(ALICE, sid, "indexes rebuilt replay").results
+    assert [h.block_id for h in hits] == [later.block_id]
