@@ -130,3 +130,73 @@ def test_a_well_formed_batch_after_a_skip_is_still_indexed(make_ledger: LedgerFa
     later = ledger.remember(ALICE, "Indexes are rebuilt from the log by replay, never edited by hand.", [], sid)
     hits = ledger.search(ALICE, sid, "indexes rebuilt replay").results
     assert [h.block_id for h in hits] == [later.block_id]
+
+
+REST_CASES = [
+    ("POST", "/memory/blocks", {"content": "evil\x00note"}, None, "field 'content'"),
+    ("POST", "/memory/blocks", {"content": "fine text", "tags": ["ok", "b\ud800d"]}, None, "field 'tags.1'"),
+    ("POST", "/api/v1/memory", {"prompt": "what is the schema?", "agent_name": "x\udcffy"}, None, "'agent_name'"),
+    ("GET", "/events", None, {"stream": "session:\x00"}, "query parameter 'stream'"),
+    ("GET", "/memory/blocks/blk%00", None, None, "path parameter 'block_id'"),
+]
+
+
+def test_rest_refuses_nul_and_lone_surrogates_naming_the_field_and_appends_nothing(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
+    ledger = make_ledger(db_url)
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=60) as http:
+        head = ledger.store.head()
+        for method, path, body, params, field in REST_CASES:
+            content = None if body is None else json.dumps(body).encode()  # \\uXXXX escapes, as a client sends them
+            answer = http.request(
+                method, path, content=content, params=params, headers={"Content-Type": "application/json"}
+            )
+            assert answer.status_code == 422, (path, answer.text)
+            error = answer.json()["error"]
+            assert error["code"] == "invalid_input" and field in error["message"], error
+            assert "NUL" in error["hint"]
+        assert ledger.store.head() == head
+
+
+@pytest.mark.anyio
+async def test_mcp_refuses_nul_and_lone_surrogate_arguments_naming_them(make_ledger: LedgerFactory) -> None:
+    from mcp import Client
+
+    from api.mcp_server import build_mcp
+
+    ledger = make_ledger()
+    async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:
+        head = ledger.store.head()
+        nul = await client.call_tool("memory_remember", {"content": "evil\x00note"})
+        tags = await client.call_tool("memory_remember", {"content": "fine", "tags": ["a", "\ud800"]})
+        brain = await client.call_tool("query_brain", {"prompt": "schema?", "context": "bad\udc80"})
+        after = ledger.store.head()
+    assert nul.is_error and "argument 'content' contains a NUL" in nul.content[0].text  # type: ignore[union-attr]
+    assert tags.is_error and "argument 'tags.1'" in tags.content[0].text  # type: ignore[union-attr]
+    assert brain.is_error and "argument 'context'" in brain.content[0].text  # type: ignore[union-attr]
+    assert after == head
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_cli_refuses_undecodable_arguments_and_json_with_nul(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    base = ["--home", str(tmp_path), "--db", str(ledger.store.engine.url)]
+    head = ledger.store.head()
+    # bytes that are not UTF-8 reach Python's argv as lone surrogates (surrogateescape)
+    option = CliRunner().invoke(app, [*base, "task", "create", "t1", "title", "--role", "dev\udcff"])
+    argument = CliRunner().invoke(app, [*base, "task", "create", "t1", "bad\udcfftitle"])
+    dna = CliRunner().invoke(app, [*base, "task", "create", "t1", "title", "--dna", '{"note": "a\\u0000b"}'])
+    proof = tmp_path / "proof.txt"
+    proof.write_text("===ODYSSEAN_ANCHOR_PROOF::v5.0===\x00", encoding="utf-8")
+    anchored = CliRunner().invoke(app, [*base, "anchor", "validate", str(proof), "--session", "s", "--agent", "a"])
+    assert (option.exit_code, argument.exit_code, dna.exit_code, anchored.exit_code) == (2, 2, 2, 2)
+    assert "--role" in option.output and "lone surrogate" in option.output
+    assert "argument" in argument.output
+    assert "--dna.note" in dna.output and "NUL" in dna.output
+    assert "proof.txt" in anchored.output and "NUL" in anchored.output
+    assert ledger.store.head() == head
