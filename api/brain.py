@@ -121,7 +121,7 @@ def router() -> APIRouter:
             answer.trace.agent_id_ignored = True
         return answer
 
-    @routes.get("/health", response_model=BrainHealth)
+    @routes.get("/health", response_model=BrainHealth, responses={503: {"model": BrainHealth}})
     def health(request: Request) -> Any:
         """Whether the brain can answer (its store is reachable)."""
         try:

@@ -25,6 +25,7 @@ from ledger import checkpoints, project_context, signing, stamps
 from ledger.canonical import parse_ts
 from ledger.enforcement_report import enforcement_report
 from ledger.errors import InvalidInput, LedgerError, StoreBusy
+from ledger.limits import MAX_INT64
 from ledger.results import BlockOut, TaskInfo
 from ledger.search_index import CHECKPOINT
 from ledger.service import Actor, Ledger
@@ -562,7 +563,7 @@ def verify_stamp(
 def replay(
     ctx: typer.Context,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay what was recorded by then")] = None,
-    position: Annotated[int | None, typer.Option(help="replay up to this position")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="replay up to this position")] = None,
     session: Annotated[str | None, typer.Option(help="show only this session")] = None,
     block: Annotated[
         list[str] | None, typer.Option("--block", help="also show this memory block's score at that moment")
@@ -646,8 +647,8 @@ def events(
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
     stream: Annotated[str | None, typer.Option()] = None,
     type: Annotated[str | None, typer.Option("--type")] = None,
-    after: Annotated[int, typer.Option(min=0)] = 0,
-    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    after: Annotated[int, typer.Option(min=0, max=MAX_INT64)] = 0,
+    limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64)] = None,
 ) -> None:
     """List events in position order."""
     with _ledger(ctx) as ledger:
@@ -684,7 +685,7 @@ def report_compliance(
     ctx: typer.Context,
     agent: Annotated[str | None, typer.Option()] = None,
     as_of: Annotated[str | None, typer.Option("--as-of")] = None,
-    position: Annotated[int | None, typer.Option()] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Per-agent searches, stamp requests, passes, fails and pass rate."""
@@ -710,7 +711,7 @@ def report_enforcement(
     ctx: typer.Context,
     agent: Annotated[str | None, typer.Option(help="only this agent's checks")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay the checks recorded by then")] = None,
-    position: Annotated[int | None, typer.Option()] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
@@ -781,7 +782,7 @@ def memory_list(
     archived: Annotated[bool, typer.Option("--archived", help="only archived blocks")] = False,
     all_blocks: Annotated[bool, typer.Option("--all", help="live and archived blocks")] = False,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the blocks as they were then")] = None,
-    position: Annotated[int | None, typer.Option(help="the blocks as of this log position")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the blocks as of this position")] = None,
     limit: Annotated[int, typer.Option(help="at most this many blocks (1..100)")] = 100,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -856,7 +857,7 @@ def memory_show(
     ctx: typer.Context,
     block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the block as it was then")] = None,
-    position: Annotated[int | None, typer.Option(help="the block as of this log position")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the block as of this position")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """One block: its fields, score breakdown and every event that touched it."""

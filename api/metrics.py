@@ -31,19 +31,19 @@ How the numbers are made:
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, get_args
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, exposition, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from api.params import AsOf, Position
 from api.rest import Caller
 from ledger import access
 from ledger.enforcement import EnforcementLevel, Outcome
@@ -204,8 +204,8 @@ def router(ledger: Ledger) -> APIRouter:
     def report(
         who: Caller,
         agent: str | None = None,
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
     ) -> Any:
         return enforcement_report(ledger, access.report_agent(who, agent), as_of=as_of, position=position)
 

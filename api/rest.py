@@ -6,7 +6,6 @@ Errors are always ``{"error": {"code", "message", "hint"}}`` with the right stat
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,10 +23,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import identity_from_headers
 from api.mcp_server import build_mcp
+from api.params import AsOf, Position
 from api.render import event_dict
+from api.responses import ERROR_RESPONSES
 from api.settings import Settings
 from ledger import access, gate, memory
 from ledger.errors import InvalidInput, LedgerError, StoreBusy, StoreUnavailable
+from ledger.limits import MAX_INT64
 from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
@@ -234,6 +236,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         description="Hash-chained audit ledger of AI agents' memory discipline. MCP at /mcp.",
         lifespan=lifespan,
         dependencies=[Depends(refuse_unstorable_text)],
+        responses=ERROR_RESPONSES,
     )
     app.state.ledger = ledger
     app.state.settings = settings
@@ -281,12 +284,17 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     def session_state(
         session_id: str,
         who: Caller,
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
     ) -> Any:
         return ledger.session_state(session_id, as_of=as_of, position=position, viewer=who)
 
-    @app.post("/memory/blocks", response_model=RememberResult, tags=["memory"])
+    @app.post(
+        "/memory/blocks",
+        response_model=RememberResult,
+        tags=["memory"],
+        responses={201: {"model": RememberResult, "description": "stored as a new block (200: a duplicate)"}},
+    )
     def remember(body: Remember, who: Caller) -> Any:
         result = ledger.remember(who, body.content, body.tags, body.session_id, body.category)
         code = status.HTTP_201_CREATED if result.status == "created" else status.HTTP_200_OK
@@ -298,8 +306,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         tag: str | None = Query(None, description="a tag, or a prefix ending in '/' such as project/"),
         tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
         archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
         limit: int = Query(100, ge=1, le=memory.MAX_LIMIT),
     ) -> Any:
         return ledger.memory_blocks(
@@ -310,8 +318,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     def memory_block(
         block_id: str,
         _who: Caller,
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
     ) -> Any:
         return ledger.memory_block(block_id, as_of=as_of, position=position)
 
@@ -352,7 +360,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         who: Caller,
         stream: str | None = None,
         type: str | None = None,
-        after: int = Query(0, ge=0),
+        after: int = Query(0, ge=0, le=MAX_INT64),
         limit: int = Query(100, ge=1, le=MAX_EVENTS_PAGE),
     ) -> Any:
         """The log in position order; an agent key sees only the events recorded for it."""
@@ -363,19 +371,21 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     def compliance_report(
         who: Caller,
         agent: str | None = None,
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
     ) -> Any:
         return ledger.compliance_report(agent, as_of=as_of, position=position, viewer=who)
 
     from api import brain, keys, metrics, tasks  # their routes use this module's Caller
     from api.cors import ScopedCors
 
-    app.include_router(tasks.router())
-    app.include_router(metrics.router(ledger))  # /metrics (its own registry) and /reports/enforcement
-    app.include_router(brain.router())
-    app.include_router(checkpointing.router(ledger, settings))
-    app.include_router(keys.router())
+    app.include_router(tasks.router(), responses=ERROR_RESPONSES)
+    app.include_router(
+        metrics.router(ledger), responses=ERROR_RESPONSES
+    )  # /metrics (its own registry) and /reports/enforcement
+    app.include_router(brain.router(), responses=ERROR_RESPONSES)
+    app.include_router(checkpointing.router(ledger, settings), responses=ERROR_RESPONSES)
+    app.include_router(keys.router(), responses=ERROR_RESPONSES)
     app = _with_mcp_endpoint(app, ledger, settings)
     if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]

@@ -7,15 +7,15 @@ Every DNA memory field is verified against the ledger when a transition needs it
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Request, status
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.mcp_server import ToolContext, _ledger_call
+from api.params import AsOf, Position
 from api.rest import Caller
 from ledger.results import TaskInfo, TransitionResult
 from ledger.service import Ledger
@@ -136,8 +136,8 @@ def router() -> APIRouter:
         task_id: str,
         who: Caller,
         request: Request,
-        as_of: _dt.datetime | None = None,
-        position: int | None = Query(None, ge=0),
+        as_of: AsOf = None,
+        position: Position = None,
     ) -> Any:
         return _ledger(request).task_get(task_id, as_of=as_of, position=position, viewer=who)
 

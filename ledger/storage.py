@@ -272,6 +272,11 @@ def translate_errors(dialect: str) -> Iterator[None]:
         yield
     except LedgerError:
         raise
+    except OverflowError as exc:
+        # The interfaces bound integers to 64 bits (ledger.limits); this is the backstop behind them.
+        raise InvalidInput(
+            f"a number is beyond the 64-bit range the store holds: {exc}", "send a position or count below 2**63"
+        ) from exc
     except sa.exc.SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
         mapped = classify_driver_error(orig, dialect) if isinstance(orig, BaseException) else None
