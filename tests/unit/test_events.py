@@ -224,9 +224,13 @@ def test_event_timestamps_must_carry_an_offset() -> None:
         )
 
 
+# Any storable Unicode: every character with a UTF-8 form except NUL, which the encoder refuses (issue 10, hole 4).
+STORABLE = st.characters(codec="utf-8", exclude_characters="\x00")
+
+
 @given(
-    content=st.text(st.characters(codec="utf-8"), min_size=1),
-    tags=st.lists(st.text(st.characters(codec="utf-8"), min_size=1), max_size=5),
+    content=st.text(STORABLE, min_size=1),
+    tags=st.lists(st.text(STORABLE, min_size=1), max_size=5),
 )
 def test_remembered_content_and_tags_of_any_unicode_round_trip(content: str, tags: list[str]) -> None:
     event = ev.MemoryRemembered(block_id="blk_x", content=content, tags=tags)
