@@ -380,9 +380,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     from api.cors import ScopedCors
 
     app.include_router(tasks.router(), responses=ERROR_RESPONSES)
-    app.include_router(
-        metrics.router(ledger), responses=ERROR_RESPONSES
-    )  # /metrics (its own registry) and /reports/enforcement
+    # /metrics (its own registry) and /reports/enforcement
+    app.include_router(metrics.router(ledger), responses=ERROR_RESPONSES)
     app.include_router(brain.router(), responses=ERROR_RESPONSES)
     app.include_router(checkpointing.router(ledger, settings), responses=ERROR_RESPONSES)
     app.include_router(keys.router(), responses=ERROR_RESPONSES)
