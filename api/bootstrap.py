@@ -42,6 +42,7 @@ def _build(
             project_roots=tuple(settings.project_roots),
             context_paths=tuple(settings.context_paths),
             idle_timeout=settings.idle_timeout,
+            snapshot_every=settings.snapshot_every_events,
             workflow=_workflow(settings),
             enforcement_rules=_enforcement_rules(settings),
         ),

@@ -568,16 +568,24 @@ def replay(
     block: Annotated[
         list[str] | None, typer.Option("--block", help="also show this memory block's score at that moment")
     ] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="also drop the projection snapshots and write new ones from position 0")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
     moment = _when(as_of)
+    if rebuild and (moment is not None or position is not None):
+        raise _fail(InvalidInput("--rebuild works on the whole log", "drop --as-of/--position, or --rebuild"))
     with _ledger(ctx) as ledger:
         head, _ = ledger.store.head()
-        rebuilt = None
+        rebuilt = snapshots = None
         if moment is None and position is None:
             with _progress("rebuilding search index", None) as tick:
                 rebuilt = ledger.rebuild_index(tick)
+        if rebuild:
+            with _progress("rebuilding snapshots", head) as tick:
+                snapshots = ledger.rebuild_snapshots(tick)
         with _progress("replaying", position if position is not None else head) as tick:
             result = ledger.replay(as_of=moment, position=position, progress=tick)
         skipped = ledger.index.skips()
@@ -596,6 +604,7 @@ def replay(
                 "as_of": result.moment.isoformat(),
                 "index_rebuilt": rebuilt,
                 "index_skipped": [{"position": k.position, "reason": k.reason} for k in skipped],
+                "snapshots_written": snapshots,
                 "sessions": [s.model_dump(mode="json") for s in states],
                 "compliance": [a.model_dump(mode="json") for a in result.compliance()],
                 "memory": memory_state.model_dump(mode="json"),
@@ -606,6 +615,7 @@ def replay(
     out.print(
         f"replayed to position {result.position} (as of {result.moment.isoformat()})"
         + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
+        + (f"; {snapshots} projection snapshots written" if snapshots is not None else "")
     )
     for k in skipped:
         err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     statement_timeout_seconds: float = Field(
         30.0, gt=0, description="longest any one database statement may run (PostgreSQL); past it a 503"
     )
+    snapshot_every_events: int = Field(
+        10_000, ge=0, le=10**9, description="write a signed projection snapshot every this many events (0: never)"
+    )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)

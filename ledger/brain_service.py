@@ -28,11 +28,10 @@ from ledger.sessions import MAX_FOCUS_CHARS
 from ledger.storage import SqlEventStore
 from ledger.text import require_clean
 from projections import brain as brain_proj
-from projections.runner import AggregateProjection, ProjectionRunner
+from projections.runner import TRAFFIC, ProjectionRunner
 
 BRAIN_ROLE = "brain"
 MAX_HIGHWAYS_NEARBY = 10
-TRAFFIC = AggregateProjection(brain_proj.ThoughtTraffic.name, brain_proj.ThoughtTraffic)
 
 Contribution = Literal["stored", "duplicate", "not_stored"]
 
@@ -125,7 +124,9 @@ def thought_traffic(ledger: Ledger) -> Iterator[brain_proj.ThoughtTraffic]:
         if cache is None:
             cache = _TRAFFIC[ledger.store] = _Traffic()
     with cache.lock:
-        cache.runner.catch_up(lambda after: ledger.store.iter_events(after, types=list(brain_proj.EVENT_TYPES)))
+        ledger.snapshots.catch_up(
+            cache.runner, lambda after: ledger.store.iter_events(after, types=list(brain_proj.EVENT_TYPES))
+        )
         traffic = cache.runner.aggregate(TRAFFIC.name)
         assert isinstance(traffic, brain_proj.ThoughtTraffic)
         yield traffic

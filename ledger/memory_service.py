@@ -64,7 +64,7 @@ class MemoryCommands(LedgerBase):
 
     def _live(self) -> tuple[MemoryGraph, ActiveClock]:
         """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
-        self._memory.catch_up(lambda after: self.store.iter_events(after))
+        self.snapshots.catch_up(self._memory, lambda after: self.store.iter_events(after))
         clock = ActiveClock.of(self._memory.active_spans(), self.clock(), self.config.idle_timeout)
         return self._memory.memory(), clock
 
@@ -79,8 +79,7 @@ class MemoryCommands(LedgerBase):
                 graph, clock = self._live()
                 yield graph, clock, graph.position, clock.at
             return
-        runner = _memory_runner()
-        runner.run(self.store.iter_events(0, until))
+        runner = self.snapshots.replay_to(_memory_runner(), self.store.iter_events, until)
         moment = as_of or runner.last_recorded_at or self.clock()
         yield runner.memory(), ActiveClock.of(runner.active_spans(), moment, self.config.idle_timeout), until, moment
 

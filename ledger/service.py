@@ -56,7 +56,7 @@ from ledger.service_base import Actor, LedgerConfig, Source, check_agent
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
-from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, SESSIONS, ProjectionRunner
+from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner
 
 __all__ = ["API_KEYS_STREAM", "Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
 
@@ -75,6 +75,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         """
         self.store.create_schema()
         self.index.create_schema()
+        self.snapshots.create_schema()
         system = {"agent": "system", "source": "cli"}
         for _ in range(self.config.max_conflict_retries):
             state = self.store.load_stream(LEDGER_STREAM)
@@ -430,11 +431,10 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         until = self._until(as_of, position)
         if until is None:
             with self._reports_lock:  # HTTP requests run on a thread pool; the live runner is shared
-                self._reports.catch_up(lambda after: self.store.iter_events(after))
+                self.snapshots.catch_up(self._reports, lambda after: self.store.iter_events(after))
                 position, agents = self._reports.position, dict(self._reports.state(COMPLIANCE.name))
         else:
-            runner = ProjectionRunner([COMPLIANCE])
-            runner.run(self.store.iter_events(0, until))
+            runner = self.snapshots.replay_to(ProjectionRunner([COMPLIANCE]), self.store.iter_events, until)
             position, agents = until, dict(runner.state(COMPLIANCE.name))
         rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
         return ComplianceReport(position=position, as_of=as_of, agents=rows)
@@ -499,6 +499,22 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop the derived search index and rebuild it from the log."""
         return self.index.rebuild(progress)
+
+    def rebuild_snapshots(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop every projection snapshot and write new ones folded from position 0 (read models are derived
+        data); return how many were written (none without a signing key or with snapshots turned off)."""
+        self.snapshots.drop()
+        runners = [ProjectionRunner([COMPLIANCE]), ProjectionRunner([MEMORY, ACTIVE_TIME]), ProjectionRunner([TRAFFIC])]
+        n = 0
+        for rec in self.store.iter_events(0):
+            for runner in runners:
+                runner.apply(rec)
+            n += 1
+            if progress and n % 5000 == 0:
+                progress(n)
+        if progress:
+            progress(n)
+        return sum(self.snapshots.save(runner) for runner in runners)
 
 
 def _bindings(events: Sequence[RecordedEvent]) -> tuple[str | None, SigningKeyBound | None]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ledger import access, project_context, receipts, sessions, signing
+from ledger import access, project_context, receipts, sessions, signing, snapshots
 from ledger import clock as _clock
 from ledger.enforcement import RuleSet, load_rules
 from ledger.errors import ConcurrencyError, InvalidInput, NotFound, NotInitialised, StoreUnavailable
@@ -78,6 +78,7 @@ class LedgerConfig:
     project_roots: tuple[str, ...] = ()
     context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
+    snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
     workflow: Workflow = field(default_factory=load_workflow)
     enforcement_rules: RuleSet = field(default_factory=load_rules)
 
@@ -96,6 +97,7 @@ class LedgerBase:
     _reports_lock: threading.Lock = field(default_factory=threading.Lock)
     _session_cache: OrderedDict[str, tuple[int, SessionView]] = field(default_factory=OrderedDict)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock)
+    _snapshot_store: snapshots.Snapshots | None = None
 
     # --- plumbing -------------------------------------------------------------------------------------
 
@@ -199,6 +201,15 @@ class LedgerBase:
         assert view is not None
         self._cache_session(session.stream, session.version + len(recorded), view)
         return recorded, view
+
+    @property
+    def snapshots(self) -> snapshots.Snapshots:
+        """The projection snapshots of this store, signed and checked with the ledger key."""
+        if self._snapshot_store is None:
+            self._snapshot_store = snapshots.Snapshots(
+                self.store, self.signer, every=self.config.snapshot_every, clock=self.clock
+            )
+        return self._snapshot_store
 
     def _signer(self) -> signing.SigningKey:
         if self.signer is None:

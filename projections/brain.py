@@ -67,3 +67,9 @@ class ThoughtTraffic:
 
     def snapshot(self) -> dict[Hashable, Any]:
         return {"traffic": dict(self.traffic), "contributors": dict(self.contributors)}
+
+    def dump(self) -> dict[str, Any]:
+        return {"traffic": self.traffic, "contributors": self.contributors}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self.traffic, self.contributors = dict(data["traffic"]), dict(data["contributors"])

@@ -245,6 +245,30 @@ class MemoryGraph:
             "version": self.version,
         }
 
+    def dump(self) -> dict[str, Any]:
+        return {
+            "blocks": self.blocks,
+            "edges": self.edges,
+            "last_curate": self.last_curate,
+            "curates": self.curates,
+            "position": self.position,
+            "version": self.version,
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Take :meth:`dump`'s state; the adjacency and tag indexes are rebuilt from the blocks and edges."""
+        self.__init__()  # type: ignore[misc]
+        self.blocks = dict(data["blocks"])
+        self.edges = dict(data["edges"])
+        self.last_curate, self.curates = data["last_curate"], int(data["curates"])
+        self.position, self.version = int(data["position"]), int(data["version"])
+        for block_id, view in self.blocks.items():
+            for tag in view.tags:
+                self.by_tag.setdefault(tag, set()).add(block_id)
+        for a, b in self.edges:
+            self.adjacent.setdefault(a, set()).add(b)
+            self.adjacent.setdefault(b, set()).add(a)
+
     def _drop_edge(self, key: Pair) -> None:
         if self.edges.pop(key, None) is not None:
             for x, y in (key, key[::-1]):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.events import RecordedEvent
-from projections import active_hours, compliance, enforcement, memory, sessions
+from projections import active_hours, brain, compliance, enforcement, memory, sessions
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,14 @@ class Aggregate(Protocol):
         """A copy of the state that later events do not change (for comparing replays)."""
         ...
 
+    def dump(self) -> dict[str, Any]:
+        """Everything needed to :meth:`restore` this state in a fresh instance (for ``projections.codec``)."""
+        ...
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Take the state :meth:`dump` gave (on a fresh instance)."""
+        ...
+
 
 @dataclass(frozen=True)
 class AggregateProjection:
@@ -53,18 +61,50 @@ ACTIVE_TIME = Projection(active_hours.ACTIVE_TIME, sessions.session_key, active_
 # Recorded parameter checks per (agent, tool, action): progressive enforcement levels.
 ENFORCEMENT = Projection("enforcement", enforcement.stats_key, enforcement.evolve_checked)
 ALL: tuple[Projection | AggregateProjection, ...] = (SESSIONS, COMPLIANCE, MEMORY, ACTIVE_TIME, ENFORCEMENT)
+# Retrieval traffic per thought, for the brain API (fed only MemorySearched / MemoryRemembered).
+TRAFFIC = AggregateProjection(brain.ThoughtTraffic.name, brain.ThoughtTraffic)
 
 
 class ProjectionRunner:
     """Holds the states of some projections and the position they have caught up to."""
 
     def __init__(self, projections: Iterable[Projection | AggregateProjection] = ALL) -> None:
-        chosen = tuple(projections)
-        self.projections = tuple(p for p in chosen if isinstance(p, Projection))
-        self.aggregates: dict[str, Aggregate] = {p.name: p.new() for p in chosen if isinstance(p, AggregateProjection)}
+        self.chosen = tuple(projections)
+        self.projections = tuple(p for p in self.chosen if isinstance(p, Projection))
+        self.name = "+".join(p.name for p in self.chosen)  # names this set of folds in snapshots
+        self.snapshot_position: int | None = None  # of the last snapshot restored or written; None: none tried
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every state: back to before the first event."""
+        self.aggregates: dict[str, Aggregate] = {
+            p.name: p.new() for p in self.chosen if isinstance(p, AggregateProjection)
+        }
         self.states: dict[str, dict[Hashable, Any]] = {p.name: {} for p in self.projections}
         self.position = 0
         self.last_recorded_at: Any = None
+
+    def dump(self) -> dict[str, Any]:
+        """The runner's whole state, for a snapshot (``ledger.snapshots``); states are immutable, so no copy."""
+        return {
+            "position": self.position,
+            "last_recorded_at": self.last_recorded_at,
+            "states": self.states,
+            "aggregates": {name: a.dump() for name, a in self.aggregates.items()},
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Take a state :meth:`dump` gave: the same folds, else ``ValueError`` (the snapshot is not for this)."""
+        states, aggregates = data["states"], data["aggregates"]
+        if set(states) != set(self.states) or set(aggregates) != set(self.aggregates):
+            raise ValueError(f"the snapshot holds {sorted(states) + sorted(aggregates)}, not the folds of {self.name}")
+        self.reset()
+        for name, table in states.items():
+            self.states[name] = dict(table)
+        for name, state in aggregates.items():
+            self.aggregates[name].restore(state)
+        self.position = int(data["position"])
+        self.last_recorded_at = data["last_recorded_at"]
 
     def apply(self, rec: RecordedEvent) -> None:
         if rec.position <= self.position:

@@ -1,0 +1,151 @@
+"""A typed JSON codec for projection states, so a snapshot can be stored and read back without ``pickle``.
+
+Snapshots live in the database, which an attacker may be able to write; decoding one must never run code or
+build a type the folds do not use. So the codec knows a closed set of types: JSON scalars, ``tuple``,
+``list``, ``set``, ``frozenset``, ``dict`` (any hashable keys), aware ``datetime``, the ``StrEnum`` tiers and the
+frozen, slotted state classes registered in :data:`STATE_CLASSES`. Anything else fails loudly at encode time,
+so a new state field of an unknown type is caught by the snapshot tests, not silently dropped.
+
+Wire form: scalars as themselves; every container is a one-key object whose key names its type:
+``{"t": [...]}`` tuple, ``{"l": [...]}`` list, ``{"s": [...]}`` set, ``{"f": [...]}`` frozenset,
+``{"d": [[k, v], ...]}`` dict, ``{"T": "iso"}`` datetime, ``{"e": ["Tier", "value"]}`` enum and
+``{"o": ["Class", [slot values...]]}`` state object.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+from projections import active_hours, brain, compliance, decay, enforcement, memory, sessions, tasks
+
+STATE_CLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        sessions.Token,
+        sessions.SessionView,
+        compliance.AgentCompliance,
+        active_hours.SessionSpan,
+        active_hours.ActiveTime,
+        memory.BlockView,
+        memory.EdgeView,
+        memory.CurateMark,
+        enforcement.AgentToolStats,
+        brain.Traffic,
+        tasks.TaskView,
+    )
+}
+ENUMS: dict[str, type[StrEnum]] = {decay.Tier.__name__: decay.Tier}
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class CodecError(ValueError):
+    """A value the codec does not know (encoding) or a payload that is not one it wrote (decoding)."""
+
+
+def _slots(cls: type) -> tuple[str, ...]:
+    slots = getattr(cls, "__slots__", None)
+    if not isinstance(slots, tuple):
+        raise CodecError(f"{cls.__name__} is not a slotted state class")
+    return slots
+
+
+def to_wire(value: Any) -> Any:
+    """``value`` as plain JSON data (see the module docstring for the form)."""
+    if isinstance(value, _SCALARS) and not isinstance(value, StrEnum):
+        return value
+    kind = type(value)
+    if kind is tuple:
+        return {"t": [to_wire(v) for v in value]}
+    if kind is list:
+        return {"l": [to_wire(v) for v in value]}
+    if kind is frozenset or kind is set:
+        return {"f" if kind is frozenset else "s": [to_wire(v) for v in value]}
+    if isinstance(value, dict):  # dict, Counter and OrderedDict all come back as dict
+        return {"d": [[to_wire(k), to_wire(v)] for k, v in value.items()]}
+    if kind is _dt.datetime:
+        if value.tzinfo is None:
+            raise CodecError("a naive datetime in a projection state")
+        return {"T": value.isoformat()}
+    if isinstance(value, StrEnum) and ENUMS.get(kind.__name__) is kind:
+        return {"e": [kind.__name__, value.value]}
+    if STATE_CLASSES.get(kind.__name__) is kind:
+        return {"o": [kind.__name__, [to_wire(getattr(value, name)) for name in _slots(kind)]]}
+    raise CodecError(f"cannot snapshot a value of type {kind.__qualname__}; register it in projections.codec")
+
+
+def _from_object(spec: Any) -> Any:
+    name, values = spec
+    cls = STATE_CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None or not isinstance(values, list):
+        raise CodecError(f"unknown state class {name!r} in a snapshot")
+    slots = _slots(cls)
+    if len(values) != len(slots):
+        raise CodecError(f"{name} has {len(slots)} fields, the snapshot holds {len(values)}")
+    obj: Any = object.__new__(cls)
+    for slot, item in zip(slots, values, strict=True):
+        object.__setattr__(obj, slot, from_wire(item))
+    return obj
+
+
+def _from_enum(spec: Any) -> Any:
+    name, raw = spec
+    enum = ENUMS.get(name) if isinstance(name, str) else None
+    if enum is None:
+        raise CodecError(f"unknown enum {name!r} in a snapshot")
+    return enum(raw)
+
+
+def _from_datetime(text: Any) -> _dt.datetime:
+    if not isinstance(text, str):
+        raise CodecError("a datetime in a snapshot is not a string")
+    moment = _dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise CodecError("a naive datetime in a snapshot")
+    return moment
+
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "t": lambda items: tuple(from_wire(v) for v in items),
+    "l": lambda items: [from_wire(v) for v in items],
+    "s": lambda items: {from_wire(v) for v in items},
+    "f": lambda items: frozenset(from_wire(v) for v in items),
+    "d": lambda items: {from_wire(k): from_wire(v) for k, v in items},
+    "T": _from_datetime,
+    "e": _from_enum,
+    "o": _from_object,
+}
+
+
+def from_wire(data: Any) -> Any:
+    """The value :func:`to_wire` made ``data`` from; :class:`CodecError` for anything it would not have made."""
+    if isinstance(data, _SCALARS):
+        return data
+    if not isinstance(data, dict) or len(data) != 1:
+        raise CodecError("malformed snapshot value")
+    ((tag, body),) = data.items()
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise CodecError(f"unknown snapshot tag {tag!r}")
+    try:
+        return decoder(body)
+    except CodecError:
+        raise
+    except (TypeError, ValueError, KeyError) as exc:
+        raise CodecError(f"malformed snapshot value under {tag!r}: {exc}") from exc
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(to_wire(value), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def loads(payload: bytes) -> Any:
+    try:
+        data = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CodecError(f"a snapshot payload is not JSON: {exc}") from exc
+    return from_wire(data)
