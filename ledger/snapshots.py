@@ -29,7 +29,7 @@ from ledger import clock as _clock
 from ledger import signing
 from ledger.canonical import format_ts
 from ledger.events import RecordedEvent
-from ledger.storage import SqlEventStore, translate_errors
+from ledger.storage import SNAPSHOT_LOCK, SqlEventStore, translate_errors
 from projections import codec
 from projections.runner import ProjectionRunner
 
@@ -39,8 +39,6 @@ KEEP = 3
 """Snapshots kept per runner (the newest); older ones are deleted when a new one is written."""
 DEFAULT_EVERY = 10_000
 """Events folded since the last snapshot after which a runner writes a new one."""
-SNAPSHOT_LOCK_KEY = 0x736E6170
-"""PostgreSQL advisory lock for snapshot writes ("snap"); distinct from the append and index locks."""
 
 _DDL = {
     "sqlite": """CREATE TABLE IF NOT EXISTS projection_snapshots (
@@ -149,7 +147,7 @@ class Snapshots:
         sql = self.store.sql
         # One transaction (on SQLite the engine autocommits each statement, so not ``engine.begin()``): a process
         # killed mid-write leaves the old rows and no new one.
-        with self.store.write_transaction(SNAPSHOT_LOCK_KEY) as cur:
+        with self.store.write_transaction(SNAPSHOT_LOCK) as cur:
             cur.execute(
                 sql(
                     "INSERT INTO projection_snapshots (name, code_version, position, head_hash, key_id, signature,"

@@ -45,6 +45,7 @@ from ledger.mapper import decode, encode, encode_meta
 # the same version: a node still taking the old single-key lock would not exclude a new one.
 APPEND_LOCK = 0x6C656467  # "ledg": appends to the events table
 INDEX_LOCK = 0x6D656D69  # "memi": search index maintenance
+SNAPSHOT_LOCK = 0x736E6170  # "snap": projection snapshot writes (ledger.snapshots)
 PROBE_LOCK_SECONDS = 1.0  # the longest a health probe waits for the write lock before it reports "busy"
 _LEDGER_OID = "'events'::regclass::oid::int4"  # oid is unsigned; the int4 cast wraps, and stays unique
 
