@@ -9,6 +9,7 @@ the ledger's own errors.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as _dt
 import sqlite3
 import threading
@@ -310,8 +311,56 @@ class StreamState:
     events: list[RecordedEvent]
 
 
+def _copy_error(exc: BaseException) -> BaseException:
+    try:
+        twin = copy.copy(exc)
+    except Exception:  # an exception class that cannot be rebuilt from its args: share the one instance
+        return exc
+    twin.__cause__ = exc.__cause__
+    return twin
+
+
+MAX_GROUP = 64
+"""Most appends one group commit takes (each keeps its own version check, result and error)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One append waiting for a group commit: what to write, then its rows or its error."""
+
+    stream: str
+    expected_version: int
+    events: Sequence[DomainEvent]
+    encoded: list[tuple[str, int, str]]
+    meta: dict[str, Any]
+    meta_json: str
+    rows: list[tuple[Any, ...]] | None = None
+    recorded_at: str = ""
+    error: BaseException | None = None
+    done: bool = False
+
+    def outcome(self) -> list[RecordedEvent]:
+        if self.error is not None:
+            raise self.error
+        assert self.rows is not None
+        # Build the result from the typed events already in hand instead of decoding the rows again.
+        at = parse_ts(self.recorded_at)
+        meta = MappingProxyType(dict(self.meta))
+        return [
+            RecordedEvent(r[0], self.stream, r[2], at, meta, e, r[9])
+            for r, e in zip(self.rows, self.events, strict=True)
+        ]
+
+
 class SqlEventStore:
-    """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions."""
+    """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions.
+
+    Appends from threads of one process share transactions (**group commit**): the first caller to find no
+    commit in progress leads, takes the write lock once and writes every append queued by then, each checked
+    against its own ``expected_version`` and chained after the one before it, then commits once (one fsync)
+    and hands the results out; the others wait for theirs. A lost race or a refused row fails that append
+    alone (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
+    """
 
     def __init__(self, engine: Engine, clock: _clock.Clock = _clock.now, timeouts: Timeouts | None = None) -> None:
         self.engine = engine
@@ -321,6 +370,9 @@ class SqlEventStore:
         self.dialect = engine.dialect.name
         self._clock = clock
         self._ph = "?" if self.dialect == "sqlite" else "%s"
+        self._queue: list[_Pending] = []
+        self._group = threading.Condition()
+        self._leading = False
 
     # --- schema ---------------------------------------------------------------------------------------
 
@@ -436,38 +488,92 @@ class SqlEventStore:
         """
         if not events:
             return []
-        encoded = [encode(e) for e in events]
-        meta_json = encode_meta(meta)
-        with self.write_transaction() as cur:
-            # One round trip for the stream's version and the chain head (both are index lookups).
-            cur.execute(
-                _VERSION_AND_HEAD if self.dialect == "sqlite" else _VERSION_AND_HEAD.replace("?", "%s"), (stream,)
-            )
-            actual, head_position, head_hash, last_at = cur.fetchone()
-            if actual != expected_version:
-                raise ConcurrencyError(stream, expected_version, actual)
-            position, prev_hash = (head_position, head_hash) if head_position is not None else (0, GENESIS_HASH)
-            last_at = last_at or ""
+        pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
+        with self._group:
+            self._queue.append(pending)
+            while not pending.done and self._leading:
+                self._group.wait()
+            if pending.done:
+                return pending.outcome()
+            self._leading = True
+        try:
+            while not pending.done:
+                with self._group:
+                    group = self._queue[:MAX_GROUP]
+                    del self._queue[:MAX_GROUP]
+                self._commit_group(group)
+        finally:
+            with self._group:
+                self._leading = False
+                self._group.notify_all()
+        return pending.outcome()
+
+    def _commit_group(self, group: list[_Pending]) -> None:
+        """Write ``group`` in one transaction; every member ends ``done`` with its rows or its error."""
+        try:
+            with self.write_transaction() as cur:
+                self._write_group(cur, group)
+        except BaseException as exc:
+            # Nothing of the group was committed: every member that had not failed alone fails with the group
+            # (each its own copy of the error, as each is raised in its own thread).
+            for p in group:
+                if p.error is None:
+                    p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
+        finally:
+            with self._group:
+                for p in group:
+                    p.done = True
+                self._group.notify_all()
+
+    def _write_group(self, cur: Any, group: list[_Pending]) -> None:
+        insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        versions: dict[str, int] = {}
+        savepoints = len(group) > 1
+        head: tuple[int, str, str] | None = None
+        for p in group:
+            # One round trip for the stream's version and the chain head (both are index lookups); later
+            # members of the group take both from the rows written before them.
+            if head is None or p.stream not in versions:
+                cur.execute(self.sql(_VERSION_AND_HEAD), (p.stream,))
+                actual, head_position, head_hash, last_at = cur.fetchone()
+                if head is None:
+                    head = (head_position or 0, head_hash or GENESIS_HASH, last_at or "")
+                versions.setdefault(p.stream, actual)
+            actual = versions[p.stream]
+            if actual != p.expected_version:
+                p.error = ConcurrencyError(p.stream, p.expected_version, actual)
+                continue
+            position, prev_hash, last_at = head
             # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
             recorded_at = max(format_ts(self._clock()), last_at)
             rows = chain_rows(
                 position=position,
                 version=actual,
-                stream=stream,
+                stream=p.stream,
                 recorded_at=recorded_at,
                 prev_hash=prev_hash,
-                meta_json=meta_json,
-                encoded=encoded,
+                meta_json=p.meta_json,
+                encoded=p.encoded,
             )
-            insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            if len(rows) == 1:
-                cur.execute(insert, rows[0])
-            else:
-                cur.executemany(insert, rows)
-        # Build the result from the typed events already in hand instead of decoding the rows again.
-        at = parse_ts(recorded_at)
-        frozen_meta = MappingProxyType(dict(meta))
-        return [RecordedEvent(r[0], stream, r[2], at, frozen_meta, e, r[9]) for r, e in zip(rows, events, strict=True)]
+            try:
+                if savepoints:
+                    cur.execute("SAVEPOINT group_member")
+                if len(rows) == 1:
+                    cur.execute(insert, rows[0])
+                else:
+                    cur.executemany(insert, rows)
+                if savepoints:
+                    cur.execute("RELEASE SAVEPOINT group_member")
+            except Exception as exc:
+                if not savepoints:
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT group_member")
+                cur.execute("RELEASE SAVEPOINT group_member")
+                p.error = classify_driver_error(exc, self.dialect) or exc
+                continue
+            p.rows, p.recorded_at = rows, recorded_at
+            versions[p.stream] = rows[-1][2]
+            head = (rows[-1][0], rows[-1][9], recorded_at)
 
     # --- reading --------------------------------------------------------------------------------------
 

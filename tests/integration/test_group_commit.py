@@ -1,0 +1,171 @@
+"""Group commit: concurrent appends of one process share a transaction, each keeping its own version check,
+its own result and its own error; a group that fails to commit records nothing (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ledger.chain import verify_chain
+from ledger.errors import ConcurrencyError, StoreUnavailable
+from ledger.events import DomainEvent, RecordedEvent
+from ledger.storage import SqlEventStore
+from tests.integration.test_store_contract import (
+    META,
+    StoreFactory,
+    count_rows,
+    install_insert_trigger,
+    make_store,  # noqa: F401 (a fixture)
+    searched,
+    started,
+)
+
+READY_WAIT = 120.0  # a readiness bound for a loaded machine, not a timing expectation
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> SqlEventStore:  # noqa: F811
+    return make_store()
+
+
+Outcome = list[RecordedEvent] | BaseException
+
+
+class HeldFirstTransaction:
+    """Wraps ``store.write_transaction``: the first transaction waits (holding the write lock) until ``queued``
+    appends are queued behind it, so the next leader takes them as one group; counts transactions; optionally
+    fails the group's transaction after its rows were written, before it commits."""
+
+    def __init__(self, store: SqlEventStore, queued: int, fail_group: bool = False) -> None:
+        self.store, self.queued, self.fail_group = store, queued, fail_group
+        self.inner = store.write_transaction
+        self.transactions = 0
+
+    @contextlib.contextmanager
+    def __call__(self, *args: Any) -> Iterator[Any]:
+        self.transactions += 1
+        number = self.transactions
+        with self.inner(*args) as cur:
+            if number == 1:
+                deadline = time.monotonic() + READY_WAIT
+                while len(self.store._queue) < self.queued:
+                    assert time.monotonic() < deadline, "the other appends never queued"
+                    time.sleep(0.001)
+            yield cur
+            if number == 2 and self.fail_group:
+                raise StoreUnavailable("the commit failed", "retry")
+
+
+def race(
+    store: SqlEventStore,
+    first: tuple[str, int, list[DomainEvent]],
+    rest: list[tuple[str, int, list[DomainEvent]]],
+    fail_group: bool = False,
+) -> tuple[HeldFirstTransaction, list[Outcome]]:
+    held = HeldFirstTransaction(store, len(rest), fail_group)
+    store.write_transaction = held  # type: ignore[method-assign]
+    outcomes: list[Outcome] = [ValueError("not run")] * (1 + len(rest))
+
+    def run(i: int, stream: str, version: int, events: list[DomainEvent]) -> Callable[[], None]:
+        def go() -> None:
+            try:
+                outcomes[i] = store.append(stream, version, events, META)
+            except BaseException as exc:  # the outcome is what the test checks
+                outcomes[i] = exc
+
+        return go
+
+    leader = threading.Thread(target=run(0, *first))
+    leader.start()
+    while held.transactions == 0:  # readiness: the leader holds the write lock
+        time.sleep(0.001)
+    others = [threading.Thread(target=run(i + 1, *spec)) for i, spec in enumerate(rest)]
+    for t in others:
+        t.start()
+    for t in [leader, *others]:
+        t.join(READY_WAIT)
+        assert not t.is_alive()
+    return held, outcomes
+
+
+def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(store: SqlEventStore) -> None:
+    install_insert_trigger(store, "poisoned-query", "RAISE EXCEPTION 'poisoned insert'")
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:a", 0, [started("a"), searched("a")]),
+        ("session:dup", 0, [started("dup")]),
+        ("session:dup", 0, [started("dup")]),  # the same stream at the same version: one of the two loses
+        ("session:b", 0, [started("b"), searched("b", "poisoned-query")]),  # the database refuses this one
+        ("session:c", 0, [started("c")]),
+        ("session:c", 1, [searched("c")]),  # follows the one before it in the same group, if that came first
+    ]
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 2  # the leader's own, then every queued append in one transaction
+    assert isinstance(outcomes[0], list) and isinstance(outcomes[1], list)
+    dup = outcomes[2:4]
+    assert sum(isinstance(o, list) for o in dup) == 1
+    assert sum(isinstance(o, ConcurrencyError) for o in dup) == 1
+    assert isinstance(outcomes[4], BaseException) and not isinstance(outcomes[4], ConcurrencyError)
+    assert "poisoned" in str(outcomes[4])
+    assert isinstance(outcomes[5], list)
+    # session:c at version 1 depends on the queue order: it either followed its stream's first event or lost.
+    assert isinstance(outcomes[6], list | ConcurrencyError)
+    recorded = [r for o in outcomes if isinstance(o, list) for r in o]
+    positions = sorted(r.position for r in recorded)
+    assert positions == list(range(1, len(recorded) + 1))  # gapless: the refused member left no hole
+    assert count_rows(store) == len(recorded)
+    assert verify_chain(store.iter_records()).ok
+    assert not any("poisoned-query" in r.data_json for r in store.iter_records())
+
+
+def test_a_group_that_fails_to_commit_records_nothing_and_fails_every_member(store: SqlEventStore) -> None:
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [(f"session:g{i}", 0, [started(f"g{i}")]) for i in range(5)]
+    held, outcomes = race(store, first, rest, fail_group=True)
+    assert held.transactions == 2
+    assert isinstance(outcomes[0], list)
+    assert all(isinstance(o, StoreUnavailable) for o in outcomes[1:])
+    assert len({id(o) for o in outcomes[1:]}) == 5  # each thread raises its own copy
+    assert count_rows(store) == 1
+    assert verify_chain(store.iter_records()).ok
+
+
+@pytest.mark.parametrize("threads", [16])
+def test_many_writers_keep_the_chain_gapless_and_every_version_check(store: SqlEventStore, threads: int) -> None:
+    """Free-running writers (no held lock): each appends to its own stream and to one shared stream at the
+    version it read; every success is in the log exactly once, every loser got ConcurrencyError."""
+    successes: list[RecordedEvent] = []
+    losses = 0
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads)
+
+    def writer(n: int) -> None:
+        nonlocal losses
+        barrier.wait()
+        for i in range(10):
+            own = store.append(f"session:w{n}", i, [searched(f"w{n}", f"q{i}")], META)
+            shared_version = store.load_stream("session:shared").version
+            try:
+                won = store.append("session:shared", shared_version, [searched("shared", f"w{n}-{i}")], META)
+            except ConcurrencyError:
+                with lock:
+                    losses += 1
+                won = []
+            with lock:
+                successes.extend(own + won)
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(READY_WAIT)
+        assert not t.is_alive()
+    assert sorted(r.position for r in successes) == list(range(1, len(successes) + 1))
+    assert count_rows(store) == len(successes) == threads * 10 + (threads * 10 - losses)
+    assert store.load_stream("session:shared").version == threads * 10 - losses
+    assert verify_chain(store.iter_records()).ok
