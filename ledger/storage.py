@@ -320,6 +320,10 @@ def _copy_error(exc: BaseException) -> BaseException:
     return twin
 
 
+class _MemberRefused(Exception):
+    """The database refused a row of a group written at once: write the group again, one member at a time."""
+
+
 MAX_GROUP = 64
 """Most appends one group commit takes (each keeps its own version check, result and error)."""
 
@@ -362,8 +366,16 @@ class SqlEventStore:
     alone (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
     """
 
-    def __init__(self, engine: Engine, clock: _clock.Clock = _clock.now, timeouts: Timeouts | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: _clock.Clock = _clock.now,
+        timeouts: Timeouts | None = None,
+        *,
+        group_limit: int = MAX_GROUP,
+    ) -> None:
         self.engine = engine
+        self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
         self.timeouts = timeouts or Timeouts()
         self._probe: Engine | None = None
         self._probe_lock = threading.Lock()
@@ -499,8 +511,8 @@ class SqlEventStore:
         try:
             while not pending.done:
                 with self._group:
-                    group = self._queue[:MAX_GROUP]
-                    del self._queue[:MAX_GROUP]
+                    group = self._queue[: self.group_limit]
+                    del self._queue[: self.group_limit]
                 self._commit_group(group)
         finally:
             with self._group:
@@ -509,10 +521,20 @@ class SqlEventStore:
         return pending.outcome()
 
     def _commit_group(self, group: list[_Pending]) -> None:
-        """Write ``group`` in one transaction; every member ends ``done`` with its rows or its error."""
+        """Write ``group`` in one transaction; every member ends ``done`` with its rows or its error.
+
+        The fast path writes every member's rows in one statement. If the database refuses a row (rare: the
+        ledger checks what it can before it appends), the transaction is rolled back and the group is written
+        again member by member, each under a savepoint, so only the refused member fails."""
         try:
-            with self.write_transaction() as cur:
-                self._write_group(cur, group)
+            try:
+                with self.write_transaction() as cur:
+                    self._write_group(cur, group, one_by_one=False)
+            except _MemberRefused:
+                for p in group:
+                    p.rows, p.error = None, None
+                with self.write_transaction() as cur:
+                    self._write_group(cur, group, one_by_one=True)
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
             # (each its own copy of the error, as each is raised in its own thread).
@@ -525,20 +547,30 @@ class SqlEventStore:
                     p.done = True
                 self._group.notify_all()
 
-    def _write_group(self, cur: Any, group: list[_Pending]) -> None:
+    def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
+        """Each stream's version and the chain head: one round trip for one append, two for a group."""
+        if len(group) == 1:
+            cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
+            actual, position, digest, last_at = cur.fetchone()
+            return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
+        streams = sorted({p.stream for p in group})
+        marks = ", ".join("?" for _ in streams)
+        cur.execute(
+            self.sql(
+                f"SELECT stream, MAX(version) FROM events WHERE position >= 1 AND stream IN ({marks}) GROUP BY stream"
+            ),
+            streams,
+        )
+        versions = dict.fromkeys(streams, 0) | {stream: int(v) for stream, v in cur.fetchall()}
+        cur.execute("SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1")
+        row = cur.fetchone()
+        return versions, (row[0], row[1], row[2]) if row else (0, GENESIS_HASH, "")
+
+    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> None:
         insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        versions: dict[str, int] = {}
-        savepoints = len(group) > 1
-        head: tuple[int, str, str] | None = None
+        versions, head = self._versions_and_head(cur, group)
+        planned: list[tuple[_Pending, list[tuple[Any, ...]], str]] = []
         for p in group:
-            # One round trip for the stream's version and the chain head (both are index lookups); later
-            # members of the group take both from the rows written before them.
-            if head is None or p.stream not in versions:
-                cur.execute(self.sql(_VERSION_AND_HEAD), (p.stream,))
-                actual, head_position, head_hash, last_at = cur.fetchone()
-                if head is None:
-                    head = (head_position or 0, head_hash or GENESIS_HASH, last_at or "")
-                versions.setdefault(p.stream, actual)
             actual = versions[p.stream]
             if actual != p.expected_version:
                 p.error = ConcurrencyError(p.stream, p.expected_version, actual)
@@ -555,25 +587,32 @@ class SqlEventStore:
                 meta_json=p.meta_json,
                 encoded=p.encoded,
             )
-            try:
-                if savepoints:
+            if one_by_one:
+                try:
                     cur.execute("SAVEPOINT group_member")
-                if len(rows) == 1:
-                    cur.execute(insert, rows[0])
-                else:
                     cur.executemany(insert, rows)
-                if savepoints:
                     cur.execute("RELEASE SAVEPOINT group_member")
-            except Exception as exc:
-                if not savepoints:
-                    raise
-                cur.execute("ROLLBACK TO SAVEPOINT group_member")
-                cur.execute("RELEASE SAVEPOINT group_member")
-                p.error = classify_driver_error(exc, self.dialect) or exc
-                continue
-            p.rows, p.recorded_at = rows, recorded_at
+                except Exception as exc:
+                    cur.execute("ROLLBACK TO SAVEPOINT group_member")
+                    cur.execute("RELEASE SAVEPOINT group_member")
+                    p.error = classify_driver_error(exc, self.dialect) or exc
+                    continue
+            planned.append((p, rows, recorded_at))
             versions[p.stream] = rows[-1][2]
             head = (rows[-1][0], rows[-1][9], recorded_at)
+        if not one_by_one and planned:
+            all_rows = [row for _, rows, _ in planned for row in rows]
+            try:
+                if len(all_rows) == 1:
+                    cur.execute(insert, all_rows[0])
+                else:
+                    cur.executemany(insert, all_rows)
+            except Exception as exc:
+                if len(planned) > 1:
+                    raise _MemberRefused from exc
+                raise
+        for p, rows, recorded_at in planned:
+            p.rows, p.recorded_at = rows, recorded_at
 
     # --- reading --------------------------------------------------------------------------------------
 

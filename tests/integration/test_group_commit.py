@@ -105,7 +105,9 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
         ("session:c", 1, [searched("c")]),  # follows the one before it in the same group, if that came first
     ]
     held, outcomes = race(store, first, rest)
-    assert held.transactions == 2  # the leader's own, then every queued append in one transaction
+    # The leader's own; then every queued append in one statement, which the refused row rolls back; then the
+    # same group again, one member at a time under savepoints.
+    assert held.transactions == 3
     assert isinstance(outcomes[0], list) and isinstance(outcomes[1], list)
     dup = outcomes[2:4]
     assert sum(isinstance(o, list) for o in dup) == 1
@@ -121,6 +123,17 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
     assert count_rows(store) == len(recorded)
     assert verify_chain(store.iter_records()).ok
     assert not any("poisoned-query" in r.data_json for r in store.iter_records())
+
+
+def test_a_group_without_refusals_is_one_transaction(store: SqlEventStore) -> None:
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        (f"session:g{i}", 0, [started(f"g{i}"), searched(f"g{i}")]) for i in range(7)
+    ]
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 2
+    assert all(isinstance(o, list) for o in outcomes)
+    assert count_rows(store) == 15 and verify_chain(store.iter_records()).ok
 
 
 def test_a_group_that_fails_to_commit_records_nothing_and_fails_every_member(store: SqlEventStore) -> None:
