@@ -9,28 +9,23 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
-from api.bootstrap import initialise, open_ledger, redact
-from api.render import event_dict
 from api.settings import Settings
-from ledger import checkpoints, project_context, signing, stamps
-from ledger.canonical import parse_ts
-from ledger.enforcement_report import enforcement_report
 from ledger.errors import InvalidInput, LedgerError, StoreBusy
 from ledger.limits import MAX_INT64
-from ledger.results import BlockOut, TaskInfo
-from ledger.search_index import CHECKPOINT
-from ledger.service import Actor, Ledger
 from ledger.text import HINT as TEXT_HINT
 from ledger.text import bad_char, find_bad_text
+
+if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` and ``--version`` stay fast
+    from ledger.results import BlockOut, TaskInfo
+    from ledger.service import Actor, Ledger
 
 
 def argv_field(args: list[str], index: int) -> str:
@@ -73,7 +68,15 @@ app.add_typer(anchor_app, name="anchor")
 memory_app = typer.Typer(help="Memory blocks: list, inspect, curate.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 # The person at the console: whoever can run this command can read the database and key anyway.
-OPERATOR = Actor("operator", "cli", admin=True)
+OPERATOR_NAME = "operator"
+
+
+def operator() -> Actor:
+    """The person at the console, as an admin actor."""
+    from ledger.service import Actor
+
+    return Actor(OPERATOR_NAME, "cli", admin=True)
+
 
 out = Console()
 err = Console(stderr=True)
@@ -127,6 +130,8 @@ def _fail(exc: LedgerError, code: int = 1) -> typer.Exit:
 
 @contextmanager
 def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
+    from api.bootstrap import open_ledger
+
     try:
         ledger = open_ledger(_settings(ctx))
     except LedgerError as exc:
@@ -142,6 +147,8 @@ def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
 @contextmanager
 def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn(label),
         BarColumn(),
@@ -156,6 +163,8 @@ def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
 
 
 def _when(text: str | None) -> _dt.datetime | None:
+    from ledger.canonical import parse_ts
+
     if text is None:
         return None
     try:
@@ -180,13 +189,15 @@ def init(
     self_text: Annotated[str | None, typer.Option("--self", help="add a self/context block: who the agent is")] = None,
 ) -> None:
     """Create the schema and receipt key, and seed the constitutional memory (all safe to run again)."""
+    from api.bootstrap import initialise, redact
+
     settings = _settings(ctx)
     try:
         ledger, report = initialise(settings)
     except LedgerError as exc:
         raise _fail(exc) from exc
     try:
-        setup = ledger.setup_memory(OPERATOR, identity=self_text, seed=not no_seed)
+        setup = ledger.setup_memory(operator(), identity=self_text, seed=not no_seed)
     except LedgerError as exc:
         raise _fail(exc) from exc
     finally:
@@ -223,7 +234,7 @@ def keys_add(
     if admin and auditor:
         raise _fail(InvalidInput("--admin and --auditor were both given", "choose one role (or neither: agent)"))
     with _ledger(ctx) as ledger:
-        created = ledger.issue_api_key(OPERATOR, agent, role="admin" if admin else "auditor" if auditor else "agent")
+        created = ledger.issue_api_key(operator(), agent, role="admin" if admin else "auditor" if auditor else "agent")
     err.print(
         f"API key {created.key_id} for agent {created.agent!r} (role {created.role}) — shown once, store it now:",
         markup=False,
@@ -235,7 +246,7 @@ def keys_add(
 def keys_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every key ever issued: id, agent, role, issued at, and revoked at / by / why."""
     with _ledger(ctx) as ledger:
-        listed = ledger.api_key_list(OPERATOR)
+        listed = ledger.api_key_list(operator())
     if as_json:
         _print_json([k.model_dump(mode="json") for k in listed])
         return
@@ -268,7 +279,7 @@ def keys_revoke(
 ) -> None:
     """Revoke a key. Every server on this database refuses it from its next request on."""
     with _ledger(ctx) as ledger:
-        revoked = ledger.revoke_api_key(OPERATOR, key_id, reason)
+        revoked = ledger.revoke_api_key(operator(), key_id, reason)
     out.print(f"revoked {revoked.key_id} (agent {revoked.agent!r}, role {revoked.role})", markup=False)
 
 
@@ -279,7 +290,7 @@ def keys_rotate(
     """Issue a new key for the same agent and role and revoke the old one (one event append). The new key is
     printed once."""
     with _ledger(ctx) as ledger:
-        created = ledger.rotate_api_key(OPERATOR, key_id)
+        created = ledger.rotate_api_key(operator(), key_id)
     err.print(
         f"revoked {key_id}; new API key {created.key_id} for agent {created.agent!r} (role {created.role}) — "
         "shown once, store it now:",
@@ -294,6 +305,8 @@ def keys_public(
     fmt: Annotated[str, typer.Option("--format", help="pem | jwk | json (both, with the key id)")] = "pem",
 ) -> None:
     """Print the ledger's public signing key: give it to whoever checks receipts and checkpoints."""
+    from ledger import signing
+
     if fmt not in {"pem", "jwk", "json"}:
         raise _fail(InvalidInput(f"--format {fmt!r} is not known", "use pem, jwk or json"))
     with _ledger(ctx) as ledger:
@@ -315,6 +328,8 @@ def anchor_validate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Submit an anchor proof for a session. Exit 0 when validated, 1 when not."""
+    from ledger.service import Actor
+
     try:
         text = sys.stdin.read() if str(proof_file) == "-" else proof_file.read_text(encoding="utf-8")
     except OSError as exc:
@@ -350,7 +365,7 @@ def anchor_unlock(
 ) -> None:
     """Lift a session's anchor lock (recorded as an event naming the operator and the reason)."""
     with _ledger(ctx) as ledger:
-        state = ledger.unlock_anchor(OPERATOR, session, reason)
+        state = ledger.unlock_anchor(operator(), session, reason)
     out.print(f"unlocked {state.session_id}: {state.anchor.total_attempts} attempts so far, retries start again")
 
 
@@ -367,7 +382,9 @@ def mcp(
     ] = None,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
+    from api.bootstrap import initialise
     from api.mcp_server import build_mcp
+    from ledger import project_context
 
     try:
         ledger, _ = initialise(_settings(ctx), seed_new=True)
@@ -401,6 +418,7 @@ def serve(
     """Serve REST and MCP (Streamable HTTP at /mcp)."""
     import uvicorn
 
+    from api.bootstrap import initialise, redact
     from api.rest import build_app
 
     base = _settings(ctx)
@@ -476,6 +494,8 @@ def verify(
     The chain alone proves the log is self-consistent. With checkpoints kept elsewhere it also proves that no
     event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an emptied table).
     """
+    from ledger import checkpoints, signing
+
     with _ledger(ctx) as ledger:
         sources = list(checkpoints.read_sources(checkpoint or [])) if checkpoint else []
         public = signing.PublicKey.load(public_key) if public_key else (ledger.public_key() if sources else None)
@@ -508,6 +528,8 @@ def checkpoint_cmd(
     ] = None,
 ) -> None:
     """Sign the current head of the log. Keep checkpoints where the database's writers cannot reach them."""
+    from ledger import checkpoints
+
     with _ledger(ctx) as ledger:
         signed = ledger.checkpoint()
     if out_file is None:
@@ -539,6 +561,8 @@ def verify_stamp(
     On the ledger host it checks the signature and that the log still holds the stamp event. With --public-key it
     checks only the signature, anywhere, without the database.
     """
+    from ledger import signing, stamps
+
     if public_key is not None:
         try:
             result = stamps.verify_offline(receipt, signing.PublicKey.load(public_key))
@@ -661,6 +685,8 @@ def events(
     limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64)] = None,
 ) -> None:
     """List events in position order."""
+    from api.render import event_dict
+
     with _ledger(ctx) as ledger:
         table = Table("pos", "recorded_at", "stream", "type", "agent", "hash")
         for n, rec in enumerate(ledger.store.iter_records(after, stream=stream, types=[type] if type else None), 1):
@@ -725,6 +751,8 @@ def report_enforcement(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
+    from ledger.enforcement_report import enforcement_report
+
     with _ledger(ctx) as ledger:
         report = enforcement_report(ledger, agent, as_of=_when(as_of), position=position)
     if as_json:
@@ -889,7 +917,7 @@ def memory_show(
 def memory_curate(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Curate now: archive decayed blocks, prune weak edges, reinforce the constitution and the strongest blocks."""
     with _ledger(ctx) as ledger:
-        result = ledger.curate(OPERATOR)
+        result = ledger.curate(operator())
     if as_json:
         _print_json(result.model_dump(mode="json"))
         return
@@ -950,6 +978,8 @@ def task_create(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Create a task."""
+    from ledger.service import Actor
+
     fields = _json_arg(dna, "--dna")
     with _ledger(ctx) as ledger:
         task = ledger.task_create(
@@ -1002,6 +1032,8 @@ def task_dna(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Set (and/or remove) DNA fields: the seed's `update-dna <slug> '<json>' <actor>`."""
+    from ledger.service import Actor
+
     changes = _json_arg(fields, "FIELDS")
     with _ledger(ctx) as ledger:
         task = ledger.task_update_dna(Actor(agent, "cli"), task_id, changes, remove or [])
@@ -1021,10 +1053,12 @@ def task_transition(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Move a task: the seed's `transition <slug> <to> <actor>`. Exit 1 when refused."""
+    from ledger.service import Actor
+
     if (role is None) == (session is None):
         raise _fail(InvalidInput("give a ROLE or --session (one of them)", "e.g. `task transition t1 active dev`"))
     # The operator at this terminal is a person, which is what acting in the human role requires.
-    who = Actor(agent, "cli", admin=agent == OPERATOR.agent)
+    who = Actor(agent, "cli", admin=agent == OPERATOR_NAME)
     with _ledger(ctx) as ledger:
         sid = session or ledger.clock_in(who, role or "").session_id
         try:
@@ -1047,6 +1081,10 @@ def task_transition(
 @app.command()
 def doctor(ctx: typer.Context) -> None:
     """Check the database, schema, receipt key, hash chain head and search index. Exit 1 on a problem."""
+    from api.bootstrap import open_ledger, redact
+    from ledger import checkpoints
+    from ledger.search_index import CHECKPOINT
+
     settings = _settings(ctx)
     table = Table("check", "status", "detail")
     problems = 0

@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,15 +35,16 @@ from ledger.mapper import decode
 from ledger.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.text import printable
 
-try:
-    import psycopg
 
-    _PG_FATAL: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
-except ImportError:  # pragma: no cover
-    _PG_FATAL = ()
+def _fatal(exc: BaseException) -> bool:
+    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
+    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
+    if isinstance(exc, LedgerError | sqlite3.OperationalError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
 
-# Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is skipped.
-_FATAL: tuple[type[BaseException], ...] = (LedgerError, sqlite3.OperationalError, *_PG_FATAL)
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
@@ -160,9 +162,9 @@ class SearchIndex:
                 try:
                     with self._savepoint(cur):
                         applied += sum(self._apply(cur, rec) for rec in batch)
-                except _FATAL:
-                    raise
-                except Exception:
+                except Exception as exc:
+                    if _fatal(exc):
+                        raise
                     # Some event of the batch cannot be indexed: apply them one by one and skip the failing ones.
                     applied = before + sum(self._apply_or_skip(cur, rec) for rec in batch)
                 if progress and applied // 1000 > before // 1000:
@@ -184,9 +186,9 @@ class SearchIndex:
         try:
             with self._savepoint(cur):
                 return self._apply(cur, rec)
-        except _FATAL:
-            raise
         except Exception as exc:
+            if _fatal(exc):
+                raise
             reason = printable(f"{type(exc).__name__}: {exc}".strip())[:MAX_REASON_CHARS]
             log.warning("search index: skipped event at position %d (%s): %s", rec.position, rec.type, reason)
             cur.execute(

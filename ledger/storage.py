@@ -12,6 +12,7 @@ import contextlib
 import copy
 import datetime as _dt
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from ledger.errors import (
     StoreUnavailable,
 )
 from ledger.events import DomainEvent, RecordedEvent
+from ledger.limits import Timeouts
 from ledger.mapper import decode, encode, encode_meta
 
 # PostgreSQL serialises writers with a transaction-level advisory lock in its two-int form: the first int is
@@ -50,30 +52,11 @@ SNAPSHOT_LOCK = 0x736E6170  # "snap": projection snapshot writes (ledger.snapsho
 PROBE_LOCK_SECONDS = 1.0  # the longest a health probe waits for the write lock before it reports "busy"
 _LEDGER_OID = "'events'::regclass::oid::int4"  # oid is unsigned; the int4 cast wraps, and stays unique
 
-try:  # psycopg is a dependency, but keep the SQLite path importable without it.
-    import psycopg
 
-    _PG_ERROR: tuple[type[BaseException], ...] = (psycopg.Error,)
-except ImportError:  # pragma: no cover
-    _PG_ERROR = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """How long the store waits, in seconds: for the write lock (PostgreSQL ``lock_timeout``, SQLite's busy wait)
-    and for any one statement (PostgreSQL ``statement_timeout``). Past either, the call raises
-    :class:`StoreBusy` and nothing was recorded."""
-
-    lock: float = 5.0
-    statement: float = 30.0
-
-    @property
-    def lock_ms(self) -> int:
-        return max(1, round(self.lock * 1000))
-
-    @property
-    def statement_ms(self) -> int:
-        return max(1, round(self.statement * 1000))
+def _psycopg() -> Any:
+    """The psycopg module if this process loaded it (it has, whenever a PostgreSQL error exists), else ``None``:
+    the SQLite path never imports PostgreSQL's driver."""
+    return sys.modules.get("psycopg")
 
 
 class EventRow(SQLModel, table=True):
@@ -247,7 +230,8 @@ def classify_driver_error(exc: BaseException, dialect: str) -> LedgerError | Non
                 return NotInitialised("the database has no ledger schema", "run `compliance-ledger init`")
             return StoreUnavailable(f"SQLite store unavailable: {text}", "check the database file and disk")
         return None
-    if not _PG_ERROR or not isinstance(exc, _PG_ERROR):
+    psycopg = _psycopg()
+    if psycopg is None or not isinstance(exc, psycopg.Error):
         return None
     state = getattr(exc, "sqlstate", None) or ""
     text = str(exc).strip()
