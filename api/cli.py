@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
-from rich import box
-from rich.console import Console
-from rich.table import Column, Table
 
 from api.settings import Settings
 from ledger.errors import InvalidInput, LedgerError, StoreBusy
@@ -24,6 +21,8 @@ from ledger.text import HINT as TEXT_HINT
 from ledger.text import bad_char, find_bad_text
 
 if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` and ``--version`` stay fast
+    from rich.console import Console
+
     from ledger.results import BlockOut, TaskInfo
     from ledger.service import Actor, Ledger
 
@@ -78,8 +77,27 @@ def operator() -> Actor:
     return Actor(OPERATOR_NAME, "cli", admin=True)
 
 
-out = Console()
-err = Console(stderr=True)
+class _Console:
+    """A rich console made on first use, so commands that print nothing fancy (and ``--help``) never load rich's
+    renderers; stdout is looked up when it prints (test runners swap it)."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 
 @app.callback()
@@ -154,7 +172,7 @@ def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=err.real(),
         transient=True,
         disable=not err.is_terminal,
     ) as progress:
@@ -245,6 +263,9 @@ def keys_add(
 @keys_app.command("list")
 def keys_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every key ever issued: id, agent, role, issued at, and revoked at / by / why."""
+    from rich import box
+    from rich.table import Column, Table
+
     with _ledger(ctx) as ledger:
         listed = ledger.api_key_list(operator())
     if as_json:
@@ -598,6 +619,8 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
+    from rich.table import Table
+
     moment = _when(as_of)
     if rebuild and (moment is not None or position is not None):
         raise _fail(InvalidInput("--rebuild works on the whole log", "drop --as-of/--position, or --rebuild"))
@@ -685,6 +708,8 @@ def events(
     limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64)] = None,
 ) -> None:
     """List events in position order."""
+    from rich.table import Table
+
     from api.render import event_dict
 
     with _ledger(ctx) as ledger:
@@ -709,6 +734,8 @@ def events(
 
 
 def _print_compliance(rows: list[Any]) -> None:
+    from rich.table import Table
+
     table = Table("agent", "searches", "stamp requests", "passes", "fails", "pass rate")
     for a in rows:
         rate = "—" if a.pass_rate is None else f"{a.pass_rate:.0%}"
@@ -751,6 +778,8 @@ def report_enforcement(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
+    from rich.table import Column, Table
+
     from ledger.enforcement_report import enforcement_report
 
     with _ledger(ctx) as ledger:
@@ -825,6 +854,9 @@ def memory_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Memory blocks (by default the live ones), best score first, with their decay state."""
+    from rich import box
+    from rich.table import Table
+
     if archived and all_blocks:
         raise _fail(InvalidInput("--archived and --all were both given", "send one of them, not both"))
     moment = _when(as_of)
@@ -866,6 +898,8 @@ def memory_list(
 
 
 def _print_block(b: BlockOut) -> None:
+    from rich.table import Table
+
     table = Table("field", "value", show_header=False)
     for name, value in [
         ("id", b.block_id),
@@ -899,6 +933,8 @@ def memory_show(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """One block: its fields, score breakdown and every event that touched it."""
+    from rich.table import Table
+
     moment = _when(as_of)
     with _ledger(ctx) as ledger:
         detail = ledger.memory_block(block_id, as_of=moment, position=position)
@@ -1011,6 +1047,8 @@ def task_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List tasks."""
+    from rich.table import Table
+
     with _ledger(ctx) as ledger:
         tasks = ledger.task_list(status=status, role=role, task_type=task_type)
     if as_json:
@@ -1081,6 +1119,8 @@ def task_transition(
 @app.command()
 def doctor(ctx: typer.Context) -> None:
     """Check the database, schema, receipt key, hash chain head and search index. Exit 1 on a problem."""
+    from rich.table import Table
+
     from api.bootstrap import open_ledger, redact
     from ledger import checkpoints
     from ledger.search_index import CHECKPOINT

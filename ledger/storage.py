@@ -1,6 +1,6 @@
 """The event store: one append-only, hash-chained ``events`` table on SQLite or PostgreSQL.
 
-SQLModel defines the schema and serves reads; the append hot path uses the driver connection taken from the
+SQLAlchemy Core defines the schema; reads and the append hot path use the driver connection taken from the
 engine's pool (BEGIN IMMEDIATE on SQLite, a transaction-level advisory lock on PostgreSQL), because a single
 hash chain needs a total order anyway and it keeps positions gapless. Driver errors are translated here into
 the ledger's own errors.
@@ -23,7 +23,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, SQLModel
 
 from ledger import clock as _clock
 from ledger.canonical import format_ts, parse_ts
@@ -59,22 +58,25 @@ def _psycopg() -> Any:
     return sys.modules.get("psycopg")
 
 
-class EventRow(SQLModel, table=True):
-    """The ``events`` table. Only this module knows it; everything else sees typed events."""
-
-    __tablename__ = "events"
-    __table_args__ = (sa.UniqueConstraint("stream", "version", name="events_stream_version"),)
-
-    position: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True, autoincrement=False))
-    stream: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    type: str = Field(sa_column=sa.Column(sa.Text, nullable=False, index=True))
-    schema_version: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    data: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    meta: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    recorded_at: str = Field(sa_column=sa.Column(sa.Text, nullable=False, index=True))
-    prev_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+# The ``events`` table. Only this module knows it; everything else sees typed events. SQLAlchemy Core, not a
+# SQLModel class: the schema is all it is used for (reads and appends go through the driver), and SQLModel
+# pulled in the ORM at import (~50 ms and ~11 MB per process; docs/DESIGN_NOTES.md).
+_METADATA = sa.MetaData()
+EVENTS = sa.Table(
+    "events",
+    _METADATA,
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("stream", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("type", sa.Text, nullable=False, index=True),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("meta", sa.Text, nullable=False),
+    sa.Column("recorded_at", sa.Text, nullable=False, index=True),
+    sa.Column("prev_hash", sa.Text, nullable=False),
+    sa.Column("hash", sa.Text, nullable=False),
+    sa.UniqueConstraint("stream", "version", name="events_stream_version"),
+)
 
 
 _COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
@@ -375,7 +377,7 @@ class SqlEventStore:
     def create_schema(self) -> None:
         """Create the ``events`` table, its indexes and the append-only triggers (idempotent)."""
         with translate_errors(self.dialect), self.engine.begin() as conn:
-            SQLModel.metadata.create_all(conn, tables=[EventRow.__table__])  # type: ignore[attr-defined]
+            _METADATA.create_all(conn, tables=[EVENTS])
             # Reads by type after a position (index catch-up, history) range-scan this instead of every row of
             # the type; created here too so databases made before it existed get it.
             conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_events_type_position ON events (type, position)")

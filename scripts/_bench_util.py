@@ -149,7 +149,7 @@ def environment(temp_dir: Path) -> dict[str, str]:
         "machine": f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.release()}",
         "temp files on": filesystem_of(temp_dir),
         "packages": ", ".join(
-            f"{p} {pkg_version(p)}" for p in ("sqlalchemy", "sqlmodel", "pydantic", "psycopg", "mcp", "eventsourcing")
+            f"{p} {pkg_version(p)}" for p in ("sqlalchemy", "pydantic", "psycopg", "mcp", "eventsourcing")
         ),
         "code measured": git_revision(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),

@@ -46,7 +46,8 @@ else:
     answer = ledger.recall(Actor("bench", "cli"), "release checklist deploy")
     size = len(answer.blocks)
 done = time.perf_counter()
-print(json.dumps({"open_s": opened - t0, "call_s": done - opened, "size": size}))
+rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+print(json.dumps({"open_s": opened - t0, "call_s": done - opened, "size": size, "rss_mb": rss}))
 """
 
 
@@ -76,7 +77,7 @@ def measure(home: Path, url: str, runs: int, snapshots: bool) -> dict[str, dict[
     result: dict[str, dict[str, float]] = {}
     for kind in ("report", "recall"):
         samples = [run_child(kind, home, url, snapshots) for _ in range(runs)]
-        result[kind] = {k: statistics.median(s[k] for s in samples) for k in ("wall_s", "call_s", "open_s")}
+        result[kind] = {k: statistics.median(s[k] for s in samples) for k in ("wall_s", "call_s", "open_s", "rss_mb")}
     return result
 
 
@@ -100,8 +101,8 @@ def section(sizes: tuple[int, int], results: dict[tuple[int, bool], dict[str, di
         "exec to answer, imports and opening the ledger included; *call*: the first call alone.",
         "",
         f"| First call | Snapshots | Whole process, {big:,} | call, {big:,} | Whole process, {small:,}"
-        " | ratio big/small | Target | Met |",
-        "|---|---|---|---|---|---|---|---|",
+        f" | ratio big/small | Target | Met | RSS after, {big:,} | RSS after, {small:,} |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, label in (("report", "compliance report"), ("recall", "recall")):
         for snaps in (False, True):
@@ -111,7 +112,8 @@ def section(sizes: tuple[int, int], results: dict[tuple[int, bool], dict[str, di
             target = "≤ 2 s and ≤ 2× the small ledger" if snaps else "(before: no snapshots)"
             lines.append(
                 f"| {label} | {'restored' if snaps else 'off'} | {b['wall_s']:.2f} s | {b['call_s']:.2f} s"
-                f" | {s['wall_s']:.2f} s | {ratio:.2f}× | {target} | {met if snaps else '—'} |"
+                f" | {s['wall_s']:.2f} s | {ratio:.2f}× | {target} | {met if snaps else '—'}"
+                f" | {b['rss_mb']:.0f} MB | {s['rss_mb']:.0f} MB |"
             )
     return "\n".join(lines) + "\n"
 
