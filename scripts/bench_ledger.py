@@ -1296,6 +1296,10 @@ def main(argv: list[str] | None = None) -> int:
                 "\n## Odyssean Anchor validation",
                 "\n## Memory (scripts/bench_memory.py)",
                 "\n## Parameter enforcement (scripts/bench_enforcement.py)",
+                "\n## Cold start (scripts/bench_coldstart.py)",
+                "\n## Concurrent writers (scripts/bench_writers.py)",
+                "\n## Start-up (scripts/bench_startup.py)",
+                "\n## Serve under concurrent clients (scripts/bench_serve.py)",
             )
             found = [previous.index(m) for m in markers if m in previous]
             if found:
