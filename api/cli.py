@@ -159,6 +159,7 @@ def _ledger(ctx: typer.Context) -> Iterator[Ledger]:
     except LedgerError as exc:
         raise _fail(exc) from exc
     finally:
+        ledger.snapshots.wait()  # a snapshot this command started is worth finishing: the next one starts from it
         ledger.store.dispose()
 
 

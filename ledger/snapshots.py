@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,8 @@ class Snapshots:
         self.code_version = code_version
         self._clock = clock
         self._ready = False
+        self._writers: dict[str, threading.Thread] = {}
+        self._writers_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -136,13 +139,16 @@ class Snapshots:
         """Store ``runner``'s states at its position (signed); False when disabled or nothing was folded."""
         if not self.enabled or runner.position < 1:
             return False
+        return self._write(runner.name, runner.position, runner.dump())
+
+    def _write(self, name: str, position: int, state: dict[str, Any]) -> bool:
         assert self.signer is not None
         self._ensure()
-        record = self.store.get(runner.position)
+        record = self.store.get(position)
         if record is None:
             return False
-        payload = codec.dumps(runner.dump())
-        message = _message(runner.name, self.code_version, runner.position, record.hash, payload)
+        payload = codec.dumps(state)
+        message = _message(name, self.code_version, position, record.hash, payload)
         signature = signing.b64url(self.signer.sign(message))
         sql = self.store.sql
         # One transaction (on SQLite the engine autocommits each statement, so not ``engine.begin()``): a process
@@ -154,9 +160,9 @@ class Snapshots:
                     " created_at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
                 ),
                 (
-                    runner.name,
+                    name,
                     self.code_version,
-                    runner.position,
+                    position,
                     record.hash,
                     self.signer.key_id,
                     signature,
@@ -167,7 +173,7 @@ class Snapshots:
             # Keep the newest few of this code version; snapshots of other code are never read again.
             cur.execute(
                 sql("DELETE FROM projection_snapshots WHERE name = ? AND code_version <> ?"),
-                (runner.name, self.code_version),
+                (name, self.code_version),
             )
             cur.execute(
                 sql(
@@ -175,18 +181,40 @@ class Snapshots:
                     " (SELECT position FROM projection_snapshots WHERE name = ? AND code_version = ?"
                     " ORDER BY position DESC LIMIT ?)"
                 ),
-                (runner.name, self.code_version, runner.name, self.code_version, KEEP),
+                (name, self.code_version, name, self.code_version, KEEP),
             )
         return True
 
     def maybe_save(self, runner: ProjectionRunner) -> None:
-        """Save when ``runner`` folded at least :attr:`every` events since its last snapshot."""
-        if self.enabled and runner.position - (runner.snapshot_position or 0) >= self.every:
-            try:
-                if self.save(runner):
-                    runner.snapshot_position = runner.position
-            except Exception:  # a snapshot is an optimisation: never fail the read that triggered it
-                log.warning("could not write a %s snapshot at position %d", runner.name, runner.position, exc_info=True)
+        """Save when ``runner`` folded at least :attr:`every` events since its last snapshot: in a thread of its
+        own, from a copy of the state taken now, so the request that triggered it does not wait for the encoding
+        and the write (one write per runner at a time; :meth:`wait` joins them)."""
+        if not self.enabled or runner.position - (runner.snapshot_position or 0) < self.every:
+            return
+        with self._writers_lock:
+            running = self._writers.get(runner.name)
+            if running is not None and running.is_alive():
+                return
+            name, position, state = runner.name, runner.position, runner.dump()
+            runner.snapshot_position = position
+            writer = threading.Thread(
+                target=self._write_quietly, args=(name, position, state), name=f"snapshot-{name}", daemon=True
+            )
+            self._writers[name] = writer
+        writer.start()
+
+    def _write_quietly(self, name: str, position: int, state: dict[str, Any]) -> None:
+        try:
+            self._write(name, position, state)
+        except Exception:  # a snapshot is an optimisation: a failed one is logged, never raised into a request
+            log.warning("could not write a %s snapshot at position %d", name, position, exc_info=True)
+
+    def wait(self) -> None:
+        """Join the snapshot writes in progress (for shutdown and tests)."""
+        with self._writers_lock:
+            writers = list(self._writers.values())
+        for writer in writers:
+            writer.join()
 
     def catch_up(self, runner: ProjectionRunner, source: Callable[[int], Iterable[RecordedEvent]]) -> None:
         """Bring a long-lived ``runner`` to the head: from the newest snapshot the first time, then the tail

@@ -69,7 +69,7 @@ class ThoughtTraffic:
         return {"traffic": dict(self.traffic), "contributors": dict(self.contributors)}
 
     def dump(self) -> dict[str, Any]:
-        return {"traffic": self.traffic, "contributors": self.contributors}
+        return {"traffic": dict(self.traffic), "contributors": dict(self.contributors)}
 
     def restore(self, data: dict[str, Any]) -> None:
         self.traffic, self.contributors = dict(data["traffic"]), dict(data["contributors"])

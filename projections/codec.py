@@ -135,7 +135,7 @@ def to_wire(value: Any) -> Any:
         return {"f" if kind is frozenset else "s": [to_wire(v) for v in value]}
     if isinstance(value, dict):  # dict, Counter and OrderedDict all come back as dict
         return {"d": [[to_wire(k), to_wire(v)] for k, v in value.items()]}
-    if kind is _dt.datetime:
+    if isinstance(value, _dt.datetime):  # a subclass too (freezegun makes them)
         if value.tzinfo is None:
             raise CodecError("a naive datetime in a projection state")
         return {"T": value.isoformat()}

@@ -247,8 +247,8 @@ class MemoryGraph:
 
     def dump(self) -> dict[str, Any]:
         return {
-            "blocks": self.blocks,
-            "edges": self.edges,
+            "blocks": dict(self.blocks),
+            "edges": dict(self.edges),
             "last_curate": self.last_curate,
             "curates": self.curates,
             "position": self.position,

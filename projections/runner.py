@@ -85,11 +85,12 @@ class ProjectionRunner:
         self.last_recorded_at: Any = None
 
     def dump(self) -> dict[str, Any]:
-        """The runner's whole state, for a snapshot (``ledger.snapshots``); states are immutable, so no copy."""
+        """The runner's whole state, for a snapshot (``ledger.snapshots``): its tables copied (the states in them
+        are immutable), so folding on while the snapshot is written elsewhere changes nothing in it."""
         return {
             "position": self.position,
             "last_recorded_at": self.last_recorded_at,
-            "states": self.states,
+            "states": {name: dict(table) for name, table in self.states.items()},
             "aggregates": {name: a.dump() for name, a in self.aggregates.items()},
         }
 

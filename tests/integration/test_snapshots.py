@@ -115,6 +115,7 @@ def test_a_new_process_starts_from_the_snapshot_and_answers_the_same(
     moment = T0 + _dt.timedelta(days=2)
     with freeze_time(moment):
         report, stats = ledger.compliance_report(), ledger.memory_stats()
+    ledger.snapshots.wait()  # periodic snapshots are written in the background
     rows = snapshots.Snapshots(ledger.store, ledger.signer).list()
     assert {r.name for r in rows} >= {"compliance", "memory+active_time"}
     again = open_ledger(Settings(home=tmp_path, database_url=db_url, snapshot_every_events=25), clock=ledger.clock)
