@@ -171,8 +171,8 @@ class _McpEndpoint:
             if scope["path"] == "/mcp":
                 scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/"}
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            try:
-                identity_from_headers(self.ledger, headers, self.fallback_agent)
+            try:  # the key check reads the store: off the event loop, like every other database call
+                await anyio.to_thread.run_sync(identity_from_headers, self.ledger, headers, self.fallback_agent)
             except StoreUnavailable:
                 pass  # every tool needs the store and fails closed on its own, with guidance
             except LedgerError as exc:
