@@ -17,7 +17,9 @@ types, without tags where the type says what they are (a ``datetime`` field as i
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
+import io
 import json
 import types
 import typing
@@ -203,13 +205,62 @@ def from_wire(data: Any) -> Any:
         raise CodecError(f"malformed snapshot value under {tag!r}: {exc}") from exc
 
 
+SPILL_AT = 256
+"""A plain dict with more entries than this (a projection's table) is written one entry per line after the
+rest, so reading a snapshot never holds the whole parsed JSON of a large graph at once (time and peak memory)."""
+_TABLES: contextvars.ContextVar[list[dict[Any, Any]]] = contextvars.ContextVar("snapshot_tables")
+
+
+def _skeleton(value: Any, spilled: list[dict[Any, Any]]) -> Any:
+    if type(value) is dict:
+        if len(value) > SPILL_AT:
+            spilled.append(value)
+            return {"@": len(spilled) - 1}
+        return {"d": [[to_wire(k), _skeleton(v, spilled)] for k, v in value.items()]}
+    return to_wire(value)
+
+
+def _from_table(index: Any) -> dict[Any, Any]:
+    tables = _TABLES.get(None)
+    if tables is None or not isinstance(index, int) or not 0 <= index < len(tables):
+        raise CodecError(f"a snapshot refers to table {index!r}, which it does not hold")
+    return tables[index]
+
+
+_DECODERS["@"] = _from_table
+
+
 def dumps(value: Any) -> bytes:
-    return json.dumps(to_wire(value), separators=(",", ":"), ensure_ascii=False).encode()
+    """``value`` as snapshot bytes: a first line ``{"tables": [sizes], "value": skeleton}``, then the entries of
+    each spilled table, one ``[key, value]`` per line."""
+    spilled: list[dict[Any, Any]] = []
+    skeleton = _skeleton(value, spilled)
+    dump = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    lines = [dump({"tables": [len(t) for t in spilled], "value": skeleton})]
+    for table in spilled:
+        lines.extend(dump([to_wire(k), to_wire(v)]) for k, v in table.items())
+    return "\n".join(lines).encode()
 
 
 def loads(payload: bytes) -> Any:
+    """The value :func:`dumps` wrote; :class:`CodecError` for anything else."""
+    stream = io.BytesIO(payload)
     try:
-        data = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CodecError(f"a snapshot payload is not JSON: {exc}") from exc
-    return from_wire(data)
+        head = json.loads(stream.readline())
+        sizes, skeleton = head["tables"], head["value"]
+        tables: list[dict[Any, Any]] = []
+        for size in sizes:
+            table: dict[Any, Any] = {}
+            for _ in range(int(size)):
+                key, item = json.loads(stream.readline())
+                table[from_wire(key)] = from_wire(item)
+            tables.append(table)
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise CodecError(f"a snapshot payload is not one this codec wrote: {exc}") from exc
+    if stream.read(1):
+        raise CodecError("a snapshot payload has more lines than its tables")
+    token = _TABLES.set(tables)
+    try:
+        return from_wire(skeleton)
+    finally:
+        _TABLES.reset(token)
