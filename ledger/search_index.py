@@ -48,6 +48,10 @@ def _fatal(exc: BaseException) -> bool:
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
+RANK_AT_MOST = 2000
+"""A query word matching more blocks than this is *common*: when the query has rarer words, only those are
+ranked (they are the words that matter); a query of common words only ranks its newest this-many matches. So
+no search ranks every match of a common word, whatever the size of the memory."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
 BATCH_SIZE = 500
@@ -70,6 +74,9 @@ _DDL = {
         """CREATE TABLE IF NOT EXISTS memory_index (
                block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
+        # Insertion order, for bounding the candidates of a query made only of common words (newest first).
+        "ALTER TABLE memory_index ADD COLUMN IF NOT EXISTS seq BIGSERIAL",
+        "CREATE INDEX IF NOT EXISTS memory_index_seq ON memory_index (seq)",
     ],
 }
 _DROP = {
@@ -104,9 +111,10 @@ def query_terms(query: str) -> list[str]:
 class SearchIndex:
     """Full-text index over memory blocks, maintained by catching up on the event log."""
 
-    def __init__(self, store: SqlEventStore) -> None:
+    def __init__(self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST) -> None:
         self.store = store
         self.dialect = store.dialect
+        self.rank_at_most = rank_at_most
 
     def create_schema(self) -> None:
         with translate_errors(self.dialect), self.store.engine.begin() as conn:
@@ -260,34 +268,82 @@ class SearchIndex:
             cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
 
     def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
-        """Rank blocks against ``query``: any term may match, better matches first.
+        """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
 
-        ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        Any word may match, but a word matching more than :attr:`rank_at_most` blocks is left out while the query
+        has rarer words that match; a query of common words only ranks the newest :attr:`rank_at_most` blocks that
+        match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
         """
-        terms = query_terms(query)
+        terms = list(dict.fromkeys(query_terms(query)))
         if not terms:
             raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
         self.catch_up()
         # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
         tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
+        sqlite = self.dialect == "sqlite"
         with translate_errors(self.dialect), self.store.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                match = " OR ".join(f'"{t}"' for t in terms)
-                tag_sql = "" if tag_like is None else " AND tags_json LIKE ? ESCAPE '\\'"
-                rows: Sequence[Any] = conn.exec_driver_sql(
+            kept, capped = self._words_that_matter(conn, terms)
+            if not kept:
+                return []
+            match = " OR ".join(f'"{t}"' for t in kept) if sqlite else " | ".join(kept)
+            params: list[Any] = [match]
+            tag_sql = ""
+            if tag_like is not None:
+                tag_sql = " AND tags_json LIKE ? ESCAPE '\\'"
+                params.append(tag_like)
+            cap_sql = ""
+            if capped:
+                # The newest rank_at_most matches: find the oldest of them (an ordered scan of the matches that
+                # stops there), then rank only from it on (a range both engines apply while matching).
+                order, table = (
+                    ("rowid", "memory_fts WHERE memory_fts MATCH ?")
+                    if sqlite
+                    else (
+                        "seq",
+                        "memory_index WHERE tsv @@ to_tsquery('english', ?)",
+                    )
+                )
+                row = conn.exec_driver_sql(
+                    self.store.sql(f"SELECT {order} FROM {table} ORDER BY {order} DESC LIMIT 1 OFFSET ?"),
+                    (match, self.rank_at_most - 1),
+                ).fetchone()
+                if row is not None:
+                    cap_sql = f" AND {order} >= ?"
+                    params.append(row[0])
+            if sqlite:
+                text = (
                     "SELECT block_id, content, tags_json, -bm25(memory_fts) AS score FROM memory_fts "
-                    f"WHERE memory_fts MATCH ?{tag_sql} ORDER BY score DESC, block_id LIMIT ?",
-                    (match, *([tag_like] if tag_like else []), limit),
-                ).fetchall()
+                    f"WHERE memory_fts MATCH ?{tag_sql}{cap_sql} ORDER BY score DESC, block_id LIMIT ?"
+                )
             else:
-                tag_sql = "" if tag_like is None else " AND tags_json LIKE %s ESCAPE '\\'"
-                rows = conn.exec_driver_sql(
+                text = (
                     "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
-                    f"FROM memory_index, to_tsquery('english', %s) AS q WHERE tsv @@ q{tag_sql} "
-                    "ORDER BY score DESC, block_id LIMIT %s",
-                    (" | ".join(terms), *([tag_like] if tag_like else []), limit),
-                ).fetchall()
+                    f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
+                    "ORDER BY score DESC, block_id LIMIT ?"
+                )
+            rows: Sequence[Any] = conn.exec_driver_sql(self.store.sql(text), (*params, limit)).fetchall()
         return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+
+    def _words_that_matter(self, conn: Any, terms: list[str]) -> tuple[list[str], bool]:
+        """The words to rank by and whether to rank only the newest matches: each word's block count is probed
+        up to :attr:`rank_at_most` + 1 (so a probe costs at most that many postings, however common the word)."""
+        cap = self.rank_at_most
+        if self.dialect == "sqlite":
+            probe = "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) AS matches"
+        else:
+            probe = (
+                "SELECT count(*) FROM (SELECT 1 FROM memory_index WHERE tsv @@ to_tsquery('english', %s) LIMIT %s)"
+                " AS matches"
+            )
+        counts = {
+            t: int(conn.exec_driver_sql(probe, (f'"{t}"' if self.dialect == "sqlite" else t, cap + 1)).scalar_one())
+            for t in terms
+        }
+        rare = [t for t in terms if 0 < counts[t] <= cap]
+        if rare:
+            return rare, False
+        common = [t for t in terms if counts[t] > cap]
+        return common, bool(common)
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:

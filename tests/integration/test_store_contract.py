@@ -796,3 +796,29 @@ def test_assert_compliance_never_passes_when_the_store_is_unreachable(
     # Nothing was consumed while the store was away: the token still earns exactly one stamp.
     assert live.session_state(sid).token.status == "valid"
     assert [live.assert_compliance(ALICE, sid).status for _ in range(2)] == ["PASS", "FAIL"]
+
+
+def bounded_index(store: SqlEventStore, rank_at_most: int) -> SearchIndex:
+    """Eight deploy notes, oldest first; the last two are also about the checklist."""
+    for i in range(8):
+        extra = " and the release checklist" if i >= 6 else ""
+        remember(store, f"Deploy note number {i}: roll out the service{extra}", ["ops"])
+    index = SearchIndex(store, rank_at_most=rank_at_most)
+    index.create_schema()
+    return index
+
+
+def test_a_common_word_is_not_ranked_when_the_query_has_words_that_matter(store: SqlEventStore) -> None:
+    index = bounded_index(store, rank_at_most=3)
+    hits = index.search("deploy checklist", 10)
+    # "deploy" matches 8 blocks (> 3): only "checklist" is ranked, so deploy-only notes do not fill the page.
+    assert sorted(h.content[:20] for h in hits) == ["Deploy note number 6", "Deploy note number 7"]
+    assert len(SearchIndex(store, rank_at_most=100).search("deploy checklist", 10)) == 8  # unbounded: all of them
+
+
+def test_a_query_of_common_words_ranks_only_its_newest_matches(store: SqlEventStore) -> None:
+    index = bounded_index(store, rank_at_most=3)
+    hits = index.search("deploy service", 10)
+    assert sorted(h.content[:20] for h in hits) == [f"Deploy note number {i}" for i in (5, 6, 7)]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # still ranked by score
+    assert index.search("deploy nothing-matches-this", 10) != []  # a word that matches nothing is no rare word
