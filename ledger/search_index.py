@@ -54,6 +54,11 @@ ranked (they are the words that matter); a query of common words only ranks its 
 no search ranks every match of a common word, whatever the size of the memory."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
+_PENDING = (
+    "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
+    f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
+    " WHERE position >= 1) AS h LEFT JOIN projection_checkpoints AS c ON c.name = ?"
+)
 BATCH_SIZE = 500
 MAX_REASON_CHARS = 500
 
@@ -145,16 +150,19 @@ class SearchIndex:
             ).fetchall()
         return [Skip(int(r[0]), str(r[1])) for r in rows]
 
+    def _pending(self) -> tuple[int, bool]:
+        """The head of the log and whether an event for the index lies between the checkpoint and it."""
+        with translate_errors(self.dialect), self.store.engine.connect() as conn:
+            head, pending = conn.exec_driver_sql(self.store.sql(_PENDING), (*_INDEXED, CHECKPOINT)).one()
+        return int(head or 0), bool(pending)
+
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Apply every event after the checkpoint; return how many blocks were indexed."""
-        head, _ = self.store.head()
-        start = self.checkpoint()
-        if start >= head:
-            return 0
-        # Searches and recalls append events the index ignores. When nothing after the checkpoint is for the
-        # index (an index range scan on (type, position)), leave the checkpoint behind rather than take the
-        # write lock and fsync on a read path.
-        if next(self.store.iter_records(start, head, types=_INDEXED, batch_size=1), None) is None:
+        # One round trip for the head, the checkpoint and whether anything between them is for the index (an
+        # index range scan on (type, position)): searches and recalls append events the index ignores, and then
+        # the checkpoint is left behind rather than the write lock taken and an fsync paid on a read path.
+        head, pending = self._pending()
+        if not pending:
             return 0
         applied = 0
         with self.store.write_transaction(INDEX_LOCK) as cur:

@@ -706,15 +706,15 @@ def test_a_slow_index_catch_up_never_moves_the_shared_checkpoint_backwards(
     index_a.catch_up()
     remember(store, "The first widget note", ["w"])
     index_b = SearchIndex(store)
-    real_checkpoint = index_a.checkpoint
+    real_pending = index_a._pending
 
-    def checkpoint_then_b_runs() -> int:
-        seen = real_checkpoint()
+    def pending_then_b_runs() -> tuple[int, bool]:
+        seen = real_pending()
         remember(store, "The second widget note", ["w"])
         assert index_b.catch_up() == 2
         return seen
 
-    monkeypatch.setattr(index_a, "checkpoint", checkpoint_then_b_runs)
+    monkeypatch.setattr(index_a, "_pending", pending_then_b_runs)
     index_a.catch_up()
     monkeypatch.undo()
     assert index_a.checkpoint() == store.head()[0]
