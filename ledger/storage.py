@@ -81,8 +81,11 @@ EVENTS = sa.Table(
 
 _COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
 
+# A stream's version: the (stream, version) index walked backwards, one row read however long the stream is
+# (MAX(version) with the position filter read every row of the stream).
+_STREAM_VERSION = "SELECT version FROM events WHERE stream = ? AND position >= 1 ORDER BY version DESC LIMIT 1"
 _VERSION_AND_HEAD = (
-    "SELECT COALESCE((SELECT MAX(version) FROM events WHERE stream = ? AND position >= 1), 0), head.position, "
+    f"SELECT COALESCE(({_STREAM_VERSION}), 0), head.position, "
     "head.hash, head.recorded_at FROM (SELECT 1 AS one) AS anchor LEFT JOIN "
     "(SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head "
     "ON anchor.one = 1"
@@ -540,14 +543,11 @@ class SqlEventStore:
             actual, position, digest, last_at = cur.fetchone()
             return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
         streams = sorted({p.stream for p in group})
-        marks = ", ".join("?" for _ in streams)
         cur.execute(
-            self.sql(
-                f"SELECT stream, MAX(version) FROM events WHERE position >= 1 AND stream IN ({marks}) GROUP BY stream"
-            ),
-            streams,
+            self.sql(" UNION ALL ".join(f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0)" for _ in streams)),
+            [name for stream in streams for name in (stream, stream)],
         )
-        versions = dict.fromkeys(streams, 0) | {stream: int(v) for stream, v in cur.fetchall()}
+        versions = {stream: int(version) for stream, version in cur.fetchall()}
         cur.execute("SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1")
         row = cur.fetchone()
         return versions, (row[0], row[1], row[2]) if row else (0, GENESIS_HASH, "")
