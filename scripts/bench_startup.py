@@ -10,7 +10,7 @@ Every figure is the median of fresh processes, measured from exec to the answer.
 minimal server of the same SDK (one no-op tool) on stdio, started and asked the same ``initialize`` in the
 same run, interleaved with ours. Ours opens a real SQLite ledger (created by a warm-up run) and clocks in its
 default session before it answers, as an agent's client would see it. Targets (issue 11): ``initialize`` ≤ 2×
-the minimal server; ``--help`` ≤ 0.5 s.
+the minimal server; ``--help`` ≤ 0.5 s; ``serve`` idle RSS ≤ 100 MB (median of 3 starts).
 """
 
 from __future__ import annotations
@@ -71,6 +71,37 @@ def answer_initialize(command: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
+def serve_idle_rss(env: dict[str, str]) -> float:
+    """Resident memory (MB) of ``serve`` on an empty SQLite ledger once it has answered ``/health``."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "api", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120  # readiness on a loaded machine, not a measurement
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("serve did not answer /health") from None
+                time.sleep(0.1)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def wall(command: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True)
@@ -93,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             ours_s.append(answer_initialize(ours, env))
             minimal_s.append(answer_initialize(minimal, env))
             help_s.append(wall([sys.executable, "-m", "api", "--help"], env))
+        rss = [serve_idle_rss(env) for _ in range(3)]
     o, m, h = statistics.median(ours_s), statistics.median(minimal_s), statistics.median(help_s)
+    idle = statistics.median(rss)
     ratio = o / m
     text = "\n".join(
         [
@@ -108,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             f" (minimal SDK server) | {ratio:.2f}× | ≤ 2× | {'yes' if ratio <= 2 else 'no'} |",
             f"| `compliance-ledger --help` | {h:.2f} s (min {min(help_s):.2f}) | — | — | ≤ 0.5 s |"
             f" {'yes' if h <= 0.5 else 'no'} |",
+            f"| `serve` resident memory, idle (empty SQLite ledger, after one `/health`) | {idle:.0f} MB"
+            f" | — | — | ≤ 100 MB | {'yes' if idle <= 100 else 'no'} |",
         ]
     )
     if not args.quick:
