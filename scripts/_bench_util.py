@@ -263,3 +263,18 @@ class Report:
         for title, body in self.details:
             out += ["", f"## {title}", "", body.rstrip()]
         return "\n".join(out) + "\n"
+
+
+# --- a section of docs/BENCHMARKS.md owned by one script ------------------------------------------------------
+
+
+def write_section(path: Path, marker: str, text: str) -> None:
+    """Replace the section that starts with ``marker`` (a ``## `` heading) by ``text``, or append it; every other
+    section of the file is kept as it is."""
+    previous = path.read_text(encoding="utf-8") if path.exists() else ""
+    if marker in previous:
+        start = previous.index(marker)
+        rest = previous[start + len(marker) :]
+        nxt = rest.find("\n## ")
+        previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
+    path.write_text(previous.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n", encoding="utf-8")

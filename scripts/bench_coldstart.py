@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import _bench_util  # noqa: E402
+
 MARKER = "\n## Cold start (scripts/bench_coldstart.py)"
 CHILD = """
 import json, sys, time
@@ -119,14 +121,7 @@ def section(sizes: tuple[int, int], results: dict[tuple[int, bool], dict[str, di
 
 
 def write_section(text: str) -> None:
-    path = ROOT / "docs" / "BENCHMARKS.md"
-    previous = path.read_text(encoding="utf-8") if path.exists() else ""
-    if MARKER in previous:
-        start = previous.index(MARKER)
-        rest = previous[start + len(MARKER) :]
-        nxt = rest.find("\n## ")
-        previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
-    path.write_text(previous.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    _bench_util.write_section(ROOT / "docs" / "BENCHMARKS.md", MARKER, text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import _bench_util  # noqa: E402
+
 MARKER = "\n## Serve under concurrent clients (scripts/bench_serve.py)"
 NOOP_APP = """
 import sys
@@ -120,11 +124,6 @@ async def load(base: str, ours: bool, clients: int, seconds: float) -> tuple[flo
     return len(latencies) / (time.perf_counter() - t0), latencies
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered)) - 1))]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short slices; print instead of writing")
@@ -162,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     def summary(key: tuple[str, int]) -> tuple[float, float, float]:
         runs = results[key]
         lat = [x for _, xs in runs for x in xs]
-        return statistics.median(r for r, _ in runs), percentile(lat, 50) * 1000, percentile(lat, 99) * 1000
+        return (
+            statistics.median(r for r, _ in runs),
+            _bench_util.percentile(lat, 50) * 1000,
+            _bench_util.percentile(lat, 99) * 1000,
+        )
 
     rows = {key: summary(key) for key in results}
     ours1, ours8, ours32, noop1 = rows[("ours", 1)], rows[("ours", 8)], rows[("ours", 32)], rows[("noop", 1)]
@@ -188,14 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {what} | {measured} | {'yes' if ok else 'no'} |" for what, ok, measured in checks]
     text = "\n".join(lines) + "\n"
     if not args.quick:
-        path = ROOT / "docs" / "BENCHMARKS.md"
-        previous = path.read_text(encoding="utf-8") if path.exists() else ""
-        if MARKER in previous:
-            start = previous.index(MARKER)
-            rest = previous[start + len(MARKER) :]
-            nxt = rest.find("\n## ")
-            previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
-        path.write_text(previous.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+        _bench_util.write_section(ROOT / "docs" / "BENCHMARKS.md", MARKER, text)
     print(text)
     print(json.dumps({f"{k[0]}-{k[1]}": v for k, v in rows.items()}), file=sys.stderr)
     return 0

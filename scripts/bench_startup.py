@@ -26,6 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import _bench_util  # noqa: E402
+
 MARKER = "\n## Start-up (scripts/bench_startup.py)"
 MINIMAL = """
 from mcp.server.mcpserver import MCPServer
@@ -146,14 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     )
     if not args.quick:
-        path = ROOT / "docs" / "BENCHMARKS.md"
-        previous = path.read_text(encoding="utf-8") if path.exists() else ""
-        if MARKER in previous:
-            start = previous.index(MARKER)
-            rest = previous[start + len(MARKER) :]
-            nxt = rest.find("\n## ")
-            previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
-        path.write_text(previous.rstrip("\n") + "\n\n" + text + "\n", encoding="utf-8")
+        _bench_util.write_section(ROOT / "docs" / "BENCHMARKS.md", MARKER, text)
     print(text)
     return 0
 

@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import _bench_util  # noqa: E402
 
 from ledger.events import MemorySearched, SessionStarted  # noqa: E402
 from ledger.storage import MAX_GROUP, SqlEventStore, make_engine  # noqa: E402
@@ -34,11 +37,6 @@ from ledger.storage import MAX_GROUP, SqlEventStore, make_engine  # noqa: E402
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 MARKER = "\n## Concurrent writers (scripts/bench_writers.py)"
 META = {"agent": "bench", "source": "cli"}
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered)) - 1))]
 
 
 def slice_run(store: SqlEventStore, writers: int, seconds: float) -> tuple[float, list[float]]:
@@ -122,8 +120,8 @@ def measure(backend: str, tmp: Path, seconds: float, rounds: int) -> dict[tuple[
     return {
         key: {
             "rate": statistics.median(rates[key]),
-            "p50_ms": percentile(lats[key], 50) * 1000,
-            "p99_ms": percentile(lats[key], 99) * 1000,
+            "p50_ms": _bench_util.percentile(lats[key], 50) * 1000,
+            "p99_ms": _bench_util.percentile(lats[key], 99) * 1000,
         }
         for key in rates
     }
@@ -155,14 +153,7 @@ def section(results: dict[str, dict[tuple[int, int], dict[str, float]]], seconds
 
 
 def write_section(text: str) -> None:
-    path = ROOT / "docs" / "BENCHMARKS.md"
-    previous = path.read_text(encoding="utf-8") if path.exists() else ""
-    if MARKER in previous:
-        start = previous.index(MARKER)
-        rest = previous[start + len(MARKER) :]
-        nxt = rest.find("\n## ")
-        previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
-    path.write_text(previous.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    _bench_util.write_section(ROOT / "docs" / "BENCHMARKS.md", MARKER, text)
 
 
 def main(argv: list[str] | None = None) -> int:
