@@ -42,6 +42,15 @@ def session_locked(session_id: str) -> SessionLocked:
     )
 
 
+def agent_locked_out(agent: str, session_id: str) -> SessionLocked:
+    """The refusal of a new session for an agent whose other session is locked (a new session is no way round)."""
+    return SessionLocked(
+        f"agent {agent} may not clock in: its session {session_id} is locked after {MAX_ATTEMPTS} failed Odyssean "
+        "Anchor attempts (human intervention required)",
+        unlock_hint(session_id),
+    )
+
+
 class Enforcement(BaseModel):
     """Where the session stands against the retry limit (all counted by the server)."""
 

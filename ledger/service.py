@@ -29,6 +29,7 @@ from ledger.chain import ChainReport, StoredRecord
 from ledger.enforcement_service import EnforcementCommands
 from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.events import (
+    AnchorLocked,
     ComplianceRefused,
     ComplianceStamped,
     DomainEvent,
@@ -162,6 +163,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
     ) -> SessionInfo:
         check_agent(actor.agent)
+        self._refuse_if_locked_out(actor)
         session_id = sessions.new_session_id()
         events = sessions.decide_clock_in(
             session_id=session_id, agent=actor.agent, role=role, working_dir=working_dir, focus=focus
@@ -182,6 +184,17 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
                 )
             ]
         return SessionInfo.of(self._start_session(actor, session_id, list(events)))
+
+    def _refuse_if_locked_out(self, actor: Actor) -> None:
+        """An agent with a locked session opens no other until a person unlocks it: otherwise a new session would
+        be a way round the lock (seed 001: "block further action (human intervention required)"). Lock events
+        are few and range-scanned by type; each candidate session's own view says whether it is still locked."""
+        streams = {rec.stream for rec in self.store.iter_records(types=[AnchorLocked.type_name], agent=actor.agent)}
+        for stream in sorted(streams):
+            session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
+            _, _, view = self._session(session_id)
+            if view is not None and view.agent == actor.agent and view.anchor_locked:
+                raise anchoring.agent_locked_out(actor.agent, session_id)
 
     def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
         def attempt() -> SessionInfo:

@@ -158,3 +158,21 @@ def test_every_rest_route_that_writes_in_a_session_refuses_a_locked_one_with_409
     assert answered["/compliance/assert"]["reason"] == "anchor_locked"
     assert answered["/anchors"]["validated"] is False
     assert answered["/sessions/{s}/clock-out"]["ended_at"] is not None
+
+
+def test_a_new_session_is_no_way_round_a_locked_one(world: tuple[Ledger, Path, str]) -> None:
+    """Found while closing hole 9: a locked agent clocked out and in again and had fresh attempts."""
+    ledger, project, _ = world
+    sid = locked_session(ledger, project)
+    head = ledger.store.head()
+    with pytest.raises(SessionLocked) as refused:
+        ledger.clock_in(ALICE, "dev", str(project))
+    assert sid in refused.value.message and "human intervention required" in refused.value.message
+    assert "anchor unlock" in refused.value.hint
+    ledger.clock_out(ALICE, sid)  # ending the locked session frees nothing
+    with pytest.raises(SessionLocked):
+        ledger.clock_in(ALICE, "dev")
+    assert ledger.store.head()[0] == head[0] + 1  # only the clock-out was recorded
+    ledger.unlock_anchor(OPERATOR, sid, "reviewed with the agent's operator")
+    assert ledger.clock_in(ALICE, "dev", str(project)).session_id != sid  # a person unlocked it: back to work
+    assert ledger.clock_in(Actor("bob", "mcp"), "dev").session_id  # other agents were never affected
