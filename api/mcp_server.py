@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from api.auth import identity_from_headers
 from ledger import gate
-from ledger.errors import LedgerError, StoreBusy, StoreUnavailable
+from ledger.errors import LedgerError, SessionLocked, StoreBusy, StoreUnavailable
 from ledger.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
@@ -155,13 +155,17 @@ def build_mcp(
     a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
     from each request's API key.
     """
-    default: dict[str, str | None] = {"session_id": None}
+    default: dict[str, str | None] = {"session_id": None, "refused": None}
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
         if open_default_session and agent:
-            info = _ledger_call(lambda: ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir))
-            default["session_id"] = info.session_id
+            try:
+                info = ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir)
+                default["session_id"] = info.session_id
+            except SessionLocked as exc:
+                # The agent is locked out (human intervention required): serve anyway, so its tools can say so.
+                default["refused"] = f"{exc.message}. {exc.hint}"
         try:
             yield {}
         finally:
@@ -185,7 +189,7 @@ def build_mcp(
     def session_of(session_id: str | None) -> str:
         sid = session_id or default["session_id"]
         if not sid:
-            raise ToolError(f"session_id is required: {_SESSION_HELP}")
+            raise ToolError(default["refused"] or f"session_id is required: {_SESSION_HELP}")
         return sid
 
     def optional_session(session_id: str | None) -> str | None:

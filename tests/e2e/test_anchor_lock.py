@@ -176,3 +176,15 @@ def test_a_new_session_is_no_way_round_a_locked_one(world: tuple[Ledger, Path, s
     ledger.unlock_anchor(OPERATOR, sid, "reviewed with the agent's operator")
     assert ledger.clock_in(ALICE, "dev", str(project)).session_id != sid  # a person unlocked it: back to work
     assert ledger.clock_in(Actor("bob", "mcp"), "dev").session_id  # other agents were never affected
+
+
+@pytest.mark.anyio
+async def test_a_locked_out_agents_stdio_server_starts_and_says_why_it_cannot_act(
+    world: tuple[Ledger, Path, str],
+) -> None:
+    ledger, project, _ = world
+    sid = locked_session(ledger, project)
+    async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:
+        result = await client.call_tool("memory_search", {"query": "anything"})
+        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+        assert result.is_error and f"session {sid} is locked" in text and "anchor unlock" in text, text
