@@ -57,7 +57,7 @@ from ledger.service_base import Actor, LedgerConfig, Source, check_agent
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
-from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner
+from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner, run_together
 
 __all__ = ["API_KEYS_STREAM", "Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
 
@@ -518,15 +518,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
         data); return how many were written (none without a signing key or with snapshots turned off)."""
         self.snapshots.drop()
         runners = [ProjectionRunner([COMPLIANCE]), ProjectionRunner([MEMORY, ACTIVE_TIME]), ProjectionRunner([TRAFFIC])]
-        n = 0
-        for rec in self.store.iter_events(0):
-            for runner in runners:
-                runner.apply(rec)
-            n += 1
-            if progress and n % 5000 == 0:
-                progress(n)
-        if progress:
-            progress(n)
+        run_together(runners, self.store.iter_events(0), progress)
         return sum(self.snapshots.save(runner) for runner in runners)
 
 

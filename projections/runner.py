@@ -9,7 +9,7 @@ event touches many entities and its reads need an index (adjacency) the runner c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -122,15 +122,7 @@ class ProjectionRunner:
 
     def run(self, events: Iterable[RecordedEvent], progress: Callable[[int], None] | None = None) -> int:
         """Apply ``events`` in order; return how many were applied."""
-        n = 0
-        for rec in events:
-            self.apply(rec)
-            n += 1
-            if progress and n % 5000 == 0:
-                progress(n)
-        if progress:
-            progress(n)
-        return n
+        return run_together([self], events, progress)
 
     def catch_up(self, source: Callable[[int], Iterable[RecordedEvent]]) -> int:
         """Apply what ``source(after=checkpoint)`` yields since the last checkpoint."""
@@ -155,3 +147,21 @@ class ProjectionRunner:
     def active_spans(self) -> list[active_hours.SessionSpan]:
         """The activity span of every session seen (for an ``ActiveClock``)."""
         return [s for s in self.states[ACTIVE_TIME.name].values() if s is not None]
+
+
+def run_together(
+    runners: Sequence[ProjectionRunner],
+    events: Iterable[RecordedEvent],
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Feed ``events`` to every runner in one pass (progress every 5,000 events); return how many there were."""
+    n = 0
+    for rec in events:
+        for runner in runners:
+            runner.apply(rec)
+        n += 1
+        if progress and n % 5000 == 0:
+            progress(n)
+    if progress:
+        progress(n)
+    return n
