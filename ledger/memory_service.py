@@ -16,8 +16,9 @@ from typing import Literal
 
 from ledger import constitution, memory
 from ledger import recall as rc
-from ledger.errors import ConcurrencyError, InvalidInput, NotFound
-from ledger.events import MemoryOutcomeRecorded, MemoryRecalled, RecordedEvent
+from ledger.errors import ConcurrencyError, InvalidInput, NotFound, StoreUnavailable
+from ledger.events import MemoryOutcomeRecorded, MemoryRecalled, MemoryRemembered, RecordedEvent
+from ledger.mapper import decode
 from ledger.results import (
     BlockDetail,
     BlockEvent,
@@ -197,7 +198,13 @@ class MemoryCommands(LedgerBase):
                 candidates = [b for b in candidates if rc.in_frame(b, spec)]
                 ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
                 memory_version = graph.version
-            shown = rc.recollect(ranked, spec, top_k)
+            texts: dict[str, str] = {}
+
+            def text_of(blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+                texts.update(self.block_texts(blocks))
+                return texts
+
+            shown = rc.recollect(ranked, spec, top_k, text_of)
             ttl = self.config.token_ttl
             expires = self.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
             event = MemoryRecalled(
@@ -222,7 +229,11 @@ class MemoryCommands(LedgerBase):
                 tokens=shown.tokens,
                 token_budget=spec.token_budget,
                 blocks=[
-                    RecalledBlock(**BlockOut.of(s.scored).model_dump(), guaranteed=s.guaranteed, truncated=s.truncated)
+                    RecalledBlock(
+                        **BlockOut.of(s.scored, texts[s.scored.block.block_id]).model_dump(),
+                        guaranteed=s.guaranteed,
+                        truncated=s.truncated,
+                    )
                     for s in shown.shown
                 ],
                 dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
@@ -354,13 +365,15 @@ class MemoryCommands(LedgerBase):
                 and (archived is None or b.archived == archived)
             ]
             ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
-            return BlockList(
-                as_of=moment,
-                position=until,
-                active_hours=round(clock.now, 6),
-                count=len(ranked),
-                blocks=[BlockOut.of(s) for s in ranked[:limit]],
-            )
+        page = ranked[:limit]
+        texts = self.block_texts([s.block for s in page])
+        return BlockList(
+            as_of=moment,
+            position=until,
+            active_hours=round(clock.now, 6),
+            count=len(ranked),
+            blocks=[BlockOut.of(s, texts[s.block.block_id]) for s in page],
+        )
 
     def memory_block(
         self, block_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
@@ -379,7 +392,24 @@ class MemoryCommands(LedgerBase):
             for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
             if block_id in memory_proj.block_ids_of(rec)
         ]
-        return BlockDetail(block=BlockOut.of(scored), history=history, as_of=moment, position=until)
+        texts = self.block_texts([scored.block])
+        return BlockDetail(block=BlockOut.of(scored, texts[block_id]), history=history, as_of=moment, position=until)
+
+    def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+        """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps
+        only what scoring needs. A text missing from the log fails closed: the log is damaged."""
+        records = self.store.records_at([b.origin for b in blocks])
+        texts: dict[str, str] = {}
+        for b in blocks:
+            record = records.get(b.origin)
+            event = decode(record).event if record is not None else None
+            if not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
+                raise StoreUnavailable(
+                    f"the text of block {b.block_id} is not at position {b.origin} of the log",
+                    "run `compliance-ledger verify`: the log does not match what was folded from it",
+                )
+            texts[b.block_id] = event.content
+        return texts
 
     def memory_stats(self) -> MemoryStats:
         with self._memory_lock:

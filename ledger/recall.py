@@ -7,7 +7,7 @@ here reads the store or a clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -180,25 +180,31 @@ def render(spec: FrameSpec, shown: Sequence[tuple[BlockView, str]]) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
-def recollect(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> Recollection:
+def recollect(
+    ranked: Sequence[Scored], spec: FrameSpec, top_k: int, texts: Callable[[Sequence[BlockView]], Mapping[str, str]]
+) -> Recollection:
     """Enforce guarantees, keep ``top_k``, then fill the frame's token budget greedily in that order.
 
-    Filling stops at the first block that does not fit. If not even the first block fits, its content is cut
-    to fit (marked ``[…]``), so the text never exceeds the budget and the agent still gets the best block.
+    ``texts`` gives the blocks' texts by id (asked once, for the ``top_k`` chosen). Filling stops at the first
+    block that does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so
+    the text never exceeds the budget and the agent still gets the best block.
     """
     chosen = enforce_guarantees(ranked, spec, top_k)
+    text_of = texts([s.block for s in chosen])
     chosen_ids = {s.block.block_id for s in chosen}
     dropped: list[tuple[str, Literal["top_k", "token_budget"]]] = [
         (s.block.block_id, "top_k") for s in ranked if s.block.block_id not in chosen_ids
     ]
     shown: list[Shown] = []
     for i, s in enumerate(chosen):
-        attempt = [*((x.scored.block, x.content) for x in shown), (s.block, s.block.content)]
+        content = text_of[s.block.block_id]
+        attempt = [*((x.scored.block, x.content) for x in shown), (s.block, content)]
         if estimate_tokens(render(spec, attempt)) <= spec.token_budget:
-            shown.append(Shown(s, s.block.content, is_guaranteed(s.block, spec)))
+            shown.append(Shown(s, content, is_guaranteed(s.block, spec)))
             continue
         if not shown:
-            shown.append(Shown(s, _cut_to_fit(spec, s.block), is_guaranteed(s.block, spec), truncated=True))
+            cut = _cut_to_fit(spec, s.block, content)
+            shown.append(Shown(s, cut, is_guaranteed(s.block, spec), truncated=True))
             dropped += [(x.block.block_id, "token_budget") for x in chosen[i + 1 :]]
         else:
             dropped += [(x.block.block_id, "token_budget") for x in chosen[i:]]
@@ -207,10 +213,10 @@ def recollect(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> Recollec
     return Recollection(text, estimate_tokens(text), tuple(shown), tuple(dropped))
 
 
-def _cut_to_fit(spec: FrameSpec, block: BlockView) -> str:
+def _cut_to_fit(spec: FrameSpec, block: BlockView, content: str) -> str:
     frame_only = len(render(spec, [(block, "")]))
     room = spec.token_budget * CHARS_PER_TOKEN + (CHARS_PER_TOKEN - 1) - frame_only - len(TRUNCATION_MARK)
-    return block.content[: max(room, 0)].rstrip() + TRUNCATION_MARK
+    return content[: max(room, 0)].rstrip() + TRUNCATION_MARK
 
 
 # --- curate --------------------------------------------------------------------------------------------------

@@ -328,11 +328,11 @@ class BlockOut(BaseModel):
     score: ScoreParts
 
     @classmethod
-    def of(cls, s: Scored) -> BlockOut:
+    def of(cls, s: Scored, content: str) -> BlockOut:
         b = s.block
         return cls(
             block_id=b.block_id,
-            content=b.content,
+            content=content,
             tags=list(b.tags),
             category=b.category,
             tier=b.tier.value,

@@ -7,7 +7,7 @@ Every adapter (MCP, REST, CLI) calls these and nothing else. The caller's identi
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +57,7 @@ from ledger.service_base import Actor, LedgerConfig, Source, check_agent
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of
+from projections.memory import BlockView
 from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner, run_together
 
 __all__ = ["API_KEYS_STREAM", "Actor", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
@@ -500,6 +501,7 @@ class Ledger(EnforcementCommands, MemoryCommands, KeyCommands):
             runner=runner,
             moment=moment,
             position=runner.position if until is None else until,
+            texts=self.block_texts,
             idle_timeout=self.config.idle_timeout,
         )
 
@@ -554,6 +556,7 @@ class Replay:
     runner: ProjectionRunner
     moment: _dt.datetime
     position: int
+    texts: Callable[[Sequence[BlockView]], Mapping[str, str]]  # blocks' texts, read from the log
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT
 
     def sessions(self) -> list[SessionState]:
@@ -576,4 +579,4 @@ class Replay:
         block = graph.blocks.get(block_id)
         if block is None:
             raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
-        return BlockOut.of(score_one(graph, self.active_clock(), block))
+        return BlockOut.of(score_one(graph, self.active_clock(), block), self.texts([block])[block_id])

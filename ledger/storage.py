@@ -634,6 +634,16 @@ class SqlEventStore:
         rows = self._select("position = ?", (position,))
         return rows[0] if rows else None
 
+    def records_at(self, positions: Sequence[int]) -> dict[int, StoredRecord]:
+        """The records at ``positions`` (those that exist), by position: a few rows by primary key."""
+        wanted = sorted({int(p) for p in positions})
+        found: dict[int, StoredRecord] = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            for r in self._select(f"position IN ({', '.join('?' for _ in chunk)})", chunk):
+                found[r.position] = r
+        return found
+
     def head(self) -> tuple[int, str]:
         """Return the last position and its hash (``0`` and the genesis hash for an empty ledger)."""
         with translate_errors(self.dialect), self.engine.connect() as conn:

@@ -8,11 +8,13 @@ so a new state field of an unknown type is caught by the snapshot tests, not sil
 
 Wire form: scalars as themselves; every container is a one-key object whose key names its type:
 ``{"t": [...]}`` tuple, ``{"l": [...]}`` list, ``{"s": [...]}`` set, ``{"f": [...]}`` frozenset,
-``{"d": [[k, v], ...]}`` dict, ``{"T": "iso"}`` datetime, ``{"e": ["Tier", "value"]}`` enum and
-``{"o": ["Class", [field values...]]}`` state object. A state object's fields are written by their declared
-types, without tags where the type says what they are (a ``datetime`` field as its ISO text, a
-``tuple[str, ...]`` as a list, a ``StrEnum`` as its value): restoring tens of thousands of blocks is then one
-``json.loads`` and a list comprehension per object, not a recursive walk over every value.
+``{"d": [[k, v], ...]}`` dict, ``{"T": "iso"}`` datetime, ``{"e": ["Tier", "value"]}`` enum,
+``{"o": ["Class", [field values...]]}`` state object and ``{"c": ["Class", "key field", {...}]}`` a
+:class:`~projections.columns.ColumnTable` (its columns packed, see ``ColumnTable.to_wire``). A state
+object's fields are written by their declared types, without tags where the type says what they are (a
+``datetime`` field as its ISO text, a ``tuple[str, ...]`` as a list, a ``StrEnum`` as its value): restoring
+tens of thousands of objects is then one ``json.loads`` and a list comprehension per object, not a recursive
+walk over every value.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from projections import active_hours, brain, compliance, decay, enforcement, memory, sessions, tasks
+from projections.columns import ColumnTable
 
 STATE_CLASSES: dict[str, type] = {
     cls.__name__: cls
@@ -143,6 +146,11 @@ def to_wire(value: Any) -> Any:
         return {"T": value.isoformat()}
     if isinstance(value, StrEnum) and ENUMS.get(kind.__name__) is kind:
         return {"e": [kind.__name__, value.value]}
+    if isinstance(value, ColumnTable):
+        cls = value.layout.cls
+        if STATE_CLASSES.get(cls.__name__) is not cls:
+            raise CodecError(f"cannot snapshot a column table of {cls.__qualname__}; register it in projections.codec")
+        return {"c": [cls.__name__, value.layout.key_field, value.to_wire(to_wire)]}
     if STATE_CLASSES.get(kind.__name__) is kind:
         codec = _class_codec(kind.__name__)
         assert codec is not None
@@ -156,6 +164,14 @@ def _from_object(spec: Any) -> Any:
     if codec is None or not isinstance(values, list):
         raise CodecError(f"unknown state class {name!r} in a snapshot")
     return codec.decode(values)
+
+
+def _from_columns(spec: Any) -> Any:
+    name, key_field, data = spec
+    cls = STATE_CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None or key_field not in getattr(cls, "__slots__", ()):
+        raise CodecError(f"unknown column table {name!r} keyed by {key_field!r} in a snapshot")
+    return ColumnTable.from_wire(cls, key_field, data, from_wire)
 
 
 def _from_enum(spec: Any) -> Any:
@@ -184,6 +200,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "T": _from_datetime,
     "e": _from_enum,
     "o": _from_object,
+    "c": _from_columns,
 }
 
 

@@ -25,6 +25,7 @@ from ledger.events import (
 )
 from projections import decay
 from projections._copy import with_changes
+from projections.columns import ColumnTable
 
 Pair = tuple[str, str]
 STREAM = "memory"
@@ -34,10 +35,13 @@ _MEMORY_EVENTS = (MemoryRemembered, MemoryDuplicateRejected, MemoryRecalled, Mem
 
 @dataclass(frozen=True, slots=True)
 class BlockView:
-    """One memory block: content, decay tier and rate, confidence, reinforcement and archive state."""
+    """One memory block: its tags, decay tier and rate, confidence, reinforcement and archive state.
+
+    Its text is not here: it never changes (the id is derived from it) and scoring never reads it, so it stays in
+    the log (the block's ``MemoryRemembered``) and is read for the few blocks an answer shows.
+    """
 
     block_id: str
-    content: str
     tags: tuple[str, ...]
     category: str
     tier: decay.Tier
@@ -52,6 +56,7 @@ class BlockView:
     duplicates_rejected: int = 0
     archived_at: _dt.datetime | None = None
     position: int = 0  # the last event that changed the block
+    origin: int = 0  # the block's MemoryRemembered, which holds its text
 
     @property
     def archived(self) -> bool:
@@ -99,7 +104,6 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
         tier = decay.tier_for(e.tags, e.category)
         return BlockView(
             block_id=e.block_id,
-            content=e.content,
             tags=tuple(e.tags),
             category=e.category,
             tier=tier,
@@ -108,6 +112,7 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
             created_by=rec.agent,
             last_reinforced_at=at,
             position=rec.position,
+            origin=rec.position,
         )
     if view is None:
         return None
@@ -195,10 +200,11 @@ class MemoryGraph:
     name = "memory"
 
     def __init__(self) -> None:
-        self.blocks: dict[str, BlockView] = {}
+        # Blocks are stored by column: one per remembered text for the whole history, so they must cost bytes.
+        self.blocks: ColumnTable[str, BlockView] = ColumnTable(BlockView, "block_id")
         self.edges: dict[Pair, EdgeView] = {}
         self.adjacent: dict[str, set[str]] = {}
-        self.by_tag: dict[str, set[str]] = {}  # tag -> ids of the blocks that carry it
+        self.by_tag: dict[str, list[str]] = {}  # tag -> ids of the blocks that carry it
         self.last_curate: CurateMark | None = None
         self.curates = 0
         self.position = 0
@@ -215,8 +221,8 @@ class MemoryGraph:
             view = evolve_block(block_id, self.blocks.get(block_id), rec)
             if view is not None:
                 if block_id not in self.blocks:
-                    for tag in view.tags:
-                        self.by_tag.setdefault(tag, set()).add(block_id)
+                    for tag in dict.fromkeys(view.tags):
+                        self.by_tag.setdefault(tag, []).append(block_id)
                 self.blocks[block_id] = view
         if isinstance(e, MemoryRecalled):
             for key in co_retrieved_pairs(e.block_ids):
@@ -247,7 +253,7 @@ class MemoryGraph:
 
     def dump(self) -> dict[str, Any]:
         return {
-            "blocks": dict(self.blocks),
+            "blocks": self.blocks.copy(),
             "edges": dict(self.edges),
             "last_curate": self.last_curate,
             "curates": self.curates,
@@ -258,13 +264,17 @@ class MemoryGraph:
     def restore(self, data: dict[str, Any]) -> None:
         """Take :meth:`dump`'s state; the adjacency and tag indexes are rebuilt from the blocks and edges."""
         self.__init__()  # type: ignore[misc]
-        self.blocks = dict(data["blocks"])
+        blocks = data["blocks"]
+        if isinstance(blocks, ColumnTable):
+            self.blocks = blocks.copy()
+        else:
+            self.blocks.update(blocks)
         self.edges = dict(data["edges"])
         self.last_curate, self.curates = data["last_curate"], int(data["curates"])
         self.position, self.version = int(data["position"]), int(data["version"])
-        for block_id, view in self.blocks.items():
-            for tag in view.tags:
-                self.by_tag.setdefault(tag, set()).add(block_id)
+        for block_id, tags in self.blocks.field("tags"):
+            for tag in dict.fromkeys(tags):
+                self.by_tag.setdefault(tag, []).append(block_id)
         for a, b in self.edges:
             self.adjacent.setdefault(a, set()).add(b)
             self.adjacent.setdefault(b, set()).add(a)

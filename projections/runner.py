@@ -9,12 +9,13 @@ event touches many entities and its reads need an index (adjacency) the runner c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ledger.events import RecordedEvent
 from projections import active_hours, brain, compliance, enforcement, memory, sessions
+from projections.columns import ColumnTable
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class Projection:
     name: str
     key: Callable[[RecordedEvent], Hashable | None]
     evolve: Callable[[Any, RecordedEvent], Any]
+    # The table its states live in: a dict, or a ColumnTable for one state per entity over the whole history.
+    table: Callable[[], MutableMapping[Hashable, Any]] = field(default=dict)
 
 
 class Aggregate(Protocol):
@@ -57,7 +60,12 @@ COMPLIANCE = Projection("compliance", compliance.compliance_key, compliance.evol
 # Blocks, their decay state and the co-retrieval graph.
 MEMORY = AggregateProjection(memory.MemoryGraph.name, memory.MemoryGraph)
 # Per-session activity spans; their union is the ledger's active hours (the clock memory decay runs on).
-ACTIVE_TIME = Projection(active_hours.ACTIVE_TIME, sessions.session_key, active_hours.evolve_span)
+ACTIVE_TIME = Projection(
+    active_hours.ACTIVE_TIME,
+    sessions.session_key,
+    active_hours.evolve_span,
+    lambda: ColumnTable(active_hours.SessionSpan, "session_id"),
+)
 # Recorded parameter checks per (agent, tool, action): progressive enforcement levels.
 ENFORCEMENT = Projection("enforcement", enforcement.stats_key, enforcement.evolve_checked)
 ALL: tuple[Projection | AggregateProjection, ...] = (SESSIONS, COMPLIANCE, MEMORY, ACTIVE_TIME, ENFORCEMENT)
@@ -80,7 +88,7 @@ class ProjectionRunner:
         self.aggregates: dict[str, Aggregate] = {
             p.name: p.new() for p in self.chosen if isinstance(p, AggregateProjection)
         }
-        self.states: dict[str, dict[Hashable, Any]] = {p.name: {} for p in self.projections}
+        self.states: dict[str, MutableMapping[Hashable, Any]] = {p.name: p.table() for p in self.projections}
         self.position = 0
         self.last_recorded_at: Any = None
 
@@ -90,7 +98,7 @@ class ProjectionRunner:
         return {
             "position": self.position,
             "last_recorded_at": self.last_recorded_at,
-            "states": {name: dict(table) for name, table in self.states.items()},
+            "states": {name: _copied(table) for name, table in self.states.items()},
             "aggregates": {name: a.dump() for name, a in self.aggregates.items()},
         }
 
@@ -101,7 +109,10 @@ class ProjectionRunner:
             raise ValueError(f"the snapshot holds {sorted(states) + sorted(aggregates)}, not the folds of {self.name}")
         self.reset()
         for name, table in states.items():
-            self.states[name] = dict(table)
+            if isinstance(table, ColumnTable):
+                self.states[name] = table.copy()
+            else:
+                self.states[name].update(table)
         for name, state in aggregates.items():
             self.aggregates[name].restore(state)
         self.position = int(data["position"])
@@ -147,6 +158,11 @@ class ProjectionRunner:
     def active_spans(self) -> list[active_hours.SessionSpan]:
         """The activity span of every session seen (for an ``ActiveClock``)."""
         return [s for s in self.states[ACTIVE_TIME.name].values() if s is not None]
+
+
+def _copied(table: MutableMapping[Hashable, Any]) -> MutableMapping[Hashable, Any]:
+    """A copy later folds do not change (the states in a table are immutable; a ColumnTable copies its columns)."""
+    return table.copy() if isinstance(table, ColumnTable) else dict(table)
 
 
 def run_together(

@@ -19,7 +19,6 @@ T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 def block(i: int) -> BlockView:
     return BlockView(
         block_id=f"blk_{i:04d}",
-        content=f"fact {i}",
         tags=("build", f"t{i % 7}"),
         category="fact",
         tier=Tier.STANDARD,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
@@ -15,9 +16,17 @@ from projections.memory import BlockView
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 
 
+TEXTS: dict[str, str] = {}  # the blocks' texts, which the graph does not hold (the log does)
+
+
 def view(block_id: str, content: str = "x", tags: tuple[str, ...] = ()) -> BlockView:
     tier = decay.tier_for(tags)
-    return BlockView(block_id, content, tags, "knowledge", tier, decay.LAMBDA[tier], T0, "elf", T0)
+    TEXTS[block_id] = content
+    return BlockView(block_id, tags, "knowledge", tier, decay.LAMBDA[tier], T0, "elf", T0)
+
+
+def texts_of(blocks: Sequence[BlockView]) -> dict[str, str]:
+    return {b.block_id: TEXTS[b.block_id] for b in blocks}
 
 
 def scored(block: BlockView, total: float) -> rc.Scored:
@@ -66,7 +75,7 @@ def test_the_attention_frame_renders_numbered_knowledge() -> None:
 def test_filling_stops_at_the_first_block_that_does_not_fit() -> None:
     spec = rc.FRAMES["self"]  # 600 tokens ≈ 2400 characters
     items = [scored(view(f"b{i}", "y" * 900, CONST), 1 - i / 10) for i in range(4)]
-    result = rc.recollect(items, spec, 4)
+    result = rc.recollect(items, spec, 4, texts_of)
     assert [s.scored.block.block_id for s in result.shown] == ["b0", "b1"]
     assert result.dropped == (("b2", "token_budget"), ("b3", "token_budget"))
     assert result.tokens == rc.estimate_tokens(result.text) <= 600
@@ -85,13 +94,13 @@ def test_a_recollection_never_exceeds_the_budget_and_accounts_for_every_candidat
     items = [
         scored(view(f"b{i:02}", "z" * n, tags if i % 2 else ("self/value",)), 1 - i / 100) for i, n in enumerate(sizes)
     ]
-    result = rc.recollect(items, spec, top_k)
+    result = rc.recollect(items, spec, top_k, texts_of)
     shown = [s.scored.block.block_id for s in result.shown]
     dropped = [b for b, _ in result.dropped]
     assert result.tokens <= spec.token_budget
     assert sorted(shown + dropped) == sorted(s.block.block_id for s in items)
     assert len(shown) <= top_k and (not items or shown)  # the best candidate is always shown, cut if need be
-    assert all(s.truncated == (s.content != s.scored.block.content) for s in result.shown)
+    assert all(s.truncated == (s.content != TEXTS[s.scored.block.block_id]) for s in result.shown)
 
 
 def test_edges_decay_at_half_the_slower_blocks_rate_and_settle_after_ten_co_retrievals() -> None:

@@ -1,0 +1,409 @@
+"""A table of frozen state objects stored by column, so state that grows with history costs bytes, not objects.
+
+A projection that keeps one small state per entity for the whole history (a memory block, a session's active
+span) would hold, as a ``dict`` of dataclass instances, a Python object per entity plus an object per field
+value (each ``datetime`` alone is 48 bytes). :class:`ColumnTable` is a ``MutableMapping`` with the same
+contents held as columns instead: numbers and moments in ``array`` columns (8 bytes a value; a moment as
+microseconds since the epoch), every other field dictionary-encoded (its distinct values once, a 4-byte code
+per row). Reading a key builds the state object afresh, equal to the one stored; the folds stay the same pure
+functions over immutable states.
+
+Columns also make the table cheap to copy (for a snapshot taken while folding goes on) and to write and read
+back: :meth:`to_wire` / :meth:`from_wire` move each numeric column as one base64 string, not one JSON value per
+row. Only the key field (the entity's id) stays a Python string per row, as a dictionary key.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import sys
+import types
+import typing
+from array import array
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_NONE = -(2**63)  # the "no value" of an optional int or moment column
+_set = object.__setattr__
+_new = object.__new__
+
+
+def _micros(moment: _dt.datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError("a naive datetime in a projection state")
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _moment(micros: int) -> _dt.datetime:
+    return _EPOCH + _dt.timedelta(microseconds=micros)
+
+
+class _Codes:
+    """A dictionary-encoded column: the distinct values once, a 4-byte code per row."""
+
+    __slots__ = ("codes", "index", "values")
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.index: dict[Any, int] = {}
+        self.codes = array("i")
+
+    def code(self, value: Any) -> int:
+        code = self.index.get(value)
+        if code is None:
+            code = self.index[value] = len(self.values)
+            self.values.append(value)
+        return code
+
+    def copy(self) -> _Codes:
+        other = _Codes()
+        other.values, other.index, other.codes = list(self.values), dict(self.index), array("i", self.codes)
+        return other
+
+
+def _kind(tp: Any) -> tuple[str, bool]:
+    """A field type's column kind (``float``, ``int``, ``bool``, ``time`` or ``code``) and whether it may be None."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    optional = False
+    if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
+        tp, optional = next(a for a in args if a is not type(None)), True
+    if tp is float and not optional:
+        return "float", False
+    if tp is bool and not optional:
+        return "bool", False
+    if tp is int:
+        return "int", optional
+    if tp is _dt.datetime:
+        return "time", optional
+    return "code", optional
+
+
+class Layout:
+    """How one state class is laid out in columns (worked out once per class)."""
+
+    def __init__(self, cls: type, key_field: str) -> None:
+        slots: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+        hints = typing.get_type_hints(cls)
+        if key_field not in slots:
+            raise TypeError(f"{cls.__name__} has no field {key_field!r} to key a column table by")
+        self.cls = cls
+        self.key_field = key_field
+        self.fields = tuple(name for name in slots if name != key_field)
+        self.kinds = {name: _kind(hints[name]) for name in self.fields}
+
+    def empty(self) -> dict[str, Any]:
+        columns: dict[str, Any] = {}
+        for name, (kind, _) in self.kinds.items():
+            columns[name] = {"float": array("d"), "bool": array("b"), "int": array("q"), "time": array("q")}.get(
+                kind
+            ) or _Codes()
+        return columns
+
+
+_LAYOUTS: dict[tuple[type, str], Layout] = {}
+
+
+def layout(cls: type, key_field: str) -> Layout:
+    found = _LAYOUTS.get((cls, key_field))
+    if found is None:
+        found = _LAYOUTS[(cls, key_field)] = Layout(cls, key_field)
+    return found
+
+
+class ColumnTable(MutableMapping[K, V], Generic[K, V]):
+    """``key -> state`` for one frozen, slotted state class whose ``key_field`` holds the key.
+
+    The states written last (up to ``hot``) are also kept as objects, so an entity being folded event after event
+    (an open session, a block being recalled) is not rebuilt from its columns each time; older ones live in the
+    columns only. Keys iterate in the order they were first set, as a ``dict``'s do. Values read from the
+    columns are equal to, not identical with, the objects stored. ``None`` states (a fold's "nothing yet") and
+    states whose key field is not their key are kept apart, as objects.
+    """
+
+    def __init__(self, cls: type[V], key_field: str, hot: int = 1024) -> None:
+        self.layout = layout(cls, key_field)
+        self.hot_limit = hot
+        self._rows: dict[K, int] = {}  # every key with a state -> its row
+        self._keys: list[K] = []  # row -> key
+        self._hot: dict[K, V] = {}  # the latest states, newest last (their rows may be stale until evicted)
+        self._objects: dict[K, V | None] = {}  # states kept as objects: None, or not keyed by their key field
+        self._columns = self.layout.empty()
+        self._writers = self._make_writers()
+        self._readers = self._make_readers()
+
+    # --- the mapping ---------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._rows) + len(self._objects)
+
+    def __iter__(self) -> Iterator[K]:
+        yield from self._rows
+        yield from self._objects
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows or key in self._objects
+
+    def __getitem__(self, key: K) -> V:
+        value = self._hot.get(key)
+        if value is not None:
+            return value
+        row = self._rows.get(key)
+        if row is None:
+            return self._objects[key]  # type: ignore[return-value]
+        return self._read(key, row)
+
+    def get(self, key: K, default: Any = None) -> Any:
+        value = self._hot.get(key)
+        if value is not None:
+            return value
+        row = self._rows.get(key)
+        if row is None:
+            return self._objects.get(key, default)
+        return self._read(key, row)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        hot = self._hot
+        if value is not None and hot.get(key) is value:
+            return  # unchanged (a fold returned the state it was given)
+        if value is None or getattr(value, self.layout.key_field) != key:
+            if key in self._rows:
+                del self[key]
+            self._objects[key] = value
+            return
+        if key not in self._rows:
+            self._objects.pop(key, None)
+            self._rows[key] = len(self._keys)
+            self._keys.append(key)
+            for write in self._writers:
+                write(value, None)
+        else:
+            hot.pop(key, None)
+        hot[key] = value
+        if len(hot) > self.hot_limit:
+            self._flush(next(iter(hot)))
+
+    def __delitem__(self, key: K) -> None:
+        if key in self._objects:
+            del self._objects[key]
+            return
+        self._hot.pop(key, None)
+        del self._rows[key]  # the row's cells stay behind, unreferenced
+
+    def values(self) -> Iterator[V]:  # type: ignore[override]
+        for _, value in self.items():
+            yield value
+
+    def items(self) -> Iterator[tuple[K, V]]:  # type: ignore[override]
+        hot = self._hot
+        for key, row in self._rows.items():
+            value = hot.get(key)
+            yield key, (value if value is not None else self._read(key, row))
+        yield from self._objects.items()  # type: ignore[misc]
+
+    def field(self, name: str) -> Iterator[tuple[K, Any]]:
+        """``(key, value of one field)`` for every state, without building the states (e.g. to index tags)."""
+        read = dict(zip(self.layout.fields, self._readers, strict=True))[name]
+        hot = self._hot
+        for key, row in self._rows.items():
+            value = hot.get(key)
+            yield key, (getattr(value, name) if value is not None else read(row))
+        for key, obj in self._objects.items():
+            if obj is not None:
+                yield key, getattr(obj, name)
+
+    def _flush(self, key: K) -> None:
+        """Write a hot state into its row and drop the object."""
+        value = self._hot.pop(key)
+        row = self._rows[key]
+        for write in self._writers:
+            write(value, row)
+
+    def _settle(self) -> None:
+        """Write every hot state into its row (they stay hot too), so the columns alone hold the table."""
+        for key, value in self._hot.items():
+            row = self._rows[key]
+            for write in self._writers:
+                write(value, row)
+
+    # --- copying and the wire ------------------------------------------------------------------------------
+
+    def copy(self) -> ColumnTable[K, V]:
+        self._settle()
+        other: ColumnTable[K, V] = ColumnTable(self.layout.cls, self.layout.key_field, self.hot_limit)
+        other._rows, other._keys, other._objects = dict(self._rows), list(self._keys), dict(self._objects)
+        other._columns = {
+            n: c.copy() if isinstance(c, _Codes) else array(c.typecode, c) for n, c in self._columns.items()
+        }
+        other._writers, other._readers = other._make_writers(), other._make_readers()
+        return other
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ColumnTable | dict):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ColumnTable({self.layout.cls.__name__}, {len(self)} rows)"
+
+    def to_wire(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
+        """Plain JSON data: the live keys in row order, each column packed (``encode`` for the coded values)."""
+        self._settle()
+        live = list(self._rows.values())
+        keep = array("q", live)
+        columns: dict[str, Any] = {}
+        for name, column in self._columns.items():
+            if isinstance(column, _Codes):
+                codes = array("i", (column.codes[r] for r in keep))
+                columns[name] = {"v": [encode(v) for v in column.values], "i": _pack(codes)}
+            else:
+                columns[name] = _pack(array(column.typecode, (column[r] for r in keep)))
+        return {
+            "keys": [encode(self._keys[r]) for r in keep],
+            "objects": [[encode(k), encode(v)] for k, v in self._objects.items()],
+            "columns": columns,
+        }
+
+    @classmethod
+    def from_wire(
+        cls, state_cls: type[V], key_field: str, data: Any, decode: Callable[[Any], Any]
+    ) -> ColumnTable[K, V]:
+        """The table :meth:`to_wire` described; ``ValueError`` for anything it would not have written."""
+        table: ColumnTable[K, V] = cls(state_cls, key_field)
+        keys = [decode(k) for k in data["keys"]]
+        if set(data["columns"]) != set(table.layout.fields):
+            raise ValueError(f"the columns {sorted(data['columns'])} are not those of {state_cls.__name__}")
+        for name, column in table._columns.items():
+            raw = data["columns"][name]
+            if isinstance(column, _Codes):
+                column.values = [decode(v) for v in raw["v"]]
+                column.index = {v: i for i, v in enumerate(column.values)}
+                column.codes = _unpack("i", raw["i"])
+                if column.codes and not 0 <= min(column.codes) <= max(column.codes) < len(column.values):
+                    raise ValueError(f"column {name} refers to values it does not hold")
+                size = len(column.codes)
+            else:
+                table._columns[name] = _unpack(column.typecode, raw)
+                size = len(table._columns[name])
+            if size != len(keys):
+                raise ValueError(f"column {name} holds {size} rows for {len(keys)} keys")
+        table._keys = keys
+        table._rows = {k: i for i, k in enumerate(keys)}
+        if len(table._rows) != len(keys):
+            raise ValueError("a column table's keys repeat")
+        table._objects = {decode(k): decode(v) for k, v in data["objects"]}
+        if table._rows.keys() & table._objects.keys():
+            raise ValueError("a column table holds a key twice")
+        table._writers, table._readers = table._make_writers(), table._make_readers()
+        return table
+
+    # --- rows ------------------------------------------------------------------------------------------------
+
+    def _read(self, key: K, row: int) -> V:
+        obj: Any = _new(self.layout.cls)
+        _set(obj, self.layout.key_field, key)
+        for name, read in zip(self.layout.fields, self._readers, strict=True):
+            _set(obj, name, read(row))
+        return obj  # type: ignore[no-any-return]
+
+    def _make_readers(self) -> list[Callable[[int], Any]]:
+        readers: list[Callable[[int], Any]] = []
+        for name, (kind, optional) in self.layout.kinds.items():
+            column = self._columns[name]
+            readers.append(_reader(column, kind, optional))
+        return readers
+
+    def _make_writers(self) -> list[Callable[[Any, int | None], None]]:
+        writers: list[Callable[[Any, int | None], None]] = []
+        for name, (kind, optional) in self.layout.kinds.items():
+            writers.append(_writer(name, self._columns[name], kind, optional))
+        return writers
+
+
+def _reader(column: Any, kind: str, optional: bool) -> Callable[[int], Any]:
+    if isinstance(column, _Codes):
+        values, codes = column.values, column.codes
+        return lambda row: values[codes[row]]
+    if kind == "bool":
+        return lambda row: bool(column[row])
+    if kind == "time":
+        if optional:
+            return lambda row: None if column[row] == _NONE else _moment(column[row])
+        return lambda row: _moment(column[row])
+    if optional:
+        return lambda row: None if column[row] == _NONE else column[row]
+    return column.__getitem__  # type: ignore[no-any-return]
+
+
+def _writer(name: str, column: Any, kind: str, optional: bool) -> Callable[[Any, int | None], None]:
+    get = _getter(name)
+    if isinstance(column, _Codes):
+        code, codes = column.code, column.codes
+
+        def write_code(obj: Any, row: int | None) -> None:
+            c = code(get(obj))
+            if row is None:
+                codes.append(c)
+            else:
+                codes[row] = c
+
+        return write_code
+    if kind == "time":
+        convert: Callable[[Any], Any] = _micros
+    elif kind == "float":
+        convert = float
+    elif kind == "bool":
+        convert = int
+    else:
+        convert = _check_int
+    if optional:
+        inner = convert
+        convert = lambda v: _NONE if v is None else inner(v)  # noqa: E731
+
+    def write(obj: Any, row: int | None) -> None:
+        value = convert(get(obj))
+        if row is None:
+            column.append(value)
+        else:
+            column[row] = value
+
+    return write
+
+
+def _check_int(value: Any) -> int:
+    if type(value) is bool or not isinstance(value, int):
+        raise TypeError(f"an int column got {value!r}")
+    if value == _NONE:
+        raise ValueError(f"{value} is reserved in an int column")
+    return value
+
+
+def _getter(name: str) -> Callable[[Any], Any]:
+    return lambda obj: getattr(obj, name)
+
+
+def _pack(column: array[Any]) -> str:
+    if sys.byteorder != "little":
+        column = array(column.typecode, column)
+        column.byteswap()
+    return base64.b64encode(column.tobytes()).decode("ascii")
+
+
+def _unpack(typecode: str, text: Any) -> array[Any]:
+    if not isinstance(text, str):
+        raise ValueError("a packed column is not a string")
+    column = array(typecode)
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) % column.itemsize:
+        raise ValueError("a packed column's length is not a whole number of values")
+    column.frombytes(raw)
+    if sys.byteorder != "little":
+        column.byteswap()
+    return column

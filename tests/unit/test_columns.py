@@ -1,0 +1,144 @@
+"""ColumnTable: a dict of frozen states stored by column. It must behave exactly like the dict it replaces —
+same keys, equal values, first-set order — through writes, overwrites, evictions from its hot set, deletes,
+copies and the snapshot wire, and refuse a wire payload it did not write."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from projections import codec
+from projections.active_hours import SessionSpan
+from projections.columns import ColumnTable
+from projections.decay import Tier
+from projections.memory import BlockView
+
+T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
+moments = st.integers(min_value=0, max_value=10**12).map(lambda us: T0 + _dt.timedelta(microseconds=us))
+KEYS = [f"blk_{i}" for i in range(12)]
+
+
+@st.composite
+def blocks(draw: Any, key: str) -> BlockView:
+    return BlockView(
+        block_id=key,
+        tags=tuple(draw(st.lists(st.sampled_from(["a", "self/value", "self/constitutional"]), max_size=3))),
+        category=draw(st.sampled_from(["fact", "knowledge"])),
+        tier=draw(st.sampled_from(list(Tier))),
+        lam=draw(st.floats(min_value=0, max_value=1)),
+        created_at=draw(moments),
+        created_by=draw(st.none() | st.sampled_from(["alice", "bob"])),
+        last_reinforced_at=draw(moments),
+        confidence=draw(st.floats(min_value=0, max_value=1)),
+        outcomes=draw(st.integers(min_value=0, max_value=2**62)),
+        archived_at=draw(st.none() | moments),
+        position=draw(st.integers(min_value=0, max_value=2**40)),
+        origin=draw(st.integers(min_value=0, max_value=2**40)),
+    )
+
+
+@st.composite
+def operations(draw: Any) -> list[tuple[str, str, Any]]:
+    ops: list[tuple[str, str, Any]] = []
+    for _ in range(draw(st.integers(min_value=0, max_value=40))):
+        key = draw(st.sampled_from(KEYS))
+        kind = draw(st.sampled_from(["set", "set", "set", "none", "odd", "del"]))
+        if kind == "set":
+            ops.append(("set", key, draw(blocks(key))))
+        elif kind == "odd":  # a state whose key field is not its key stays an object
+            ops.append(("set", key, draw(blocks("blk_other"))))
+        elif kind == "none":
+            ops.append(("set", key, None))
+        else:
+            ops.append(("del", key, None))
+    return ops
+
+
+def play(ops: list[tuple[str, str, Any]], hot: int) -> tuple[dict[str, Any], ColumnTable[str, Any]]:
+    model: dict[str, Any] = {}
+    table: ColumnTable[str, Any] = ColumnTable(BlockView, "block_id", hot=hot)
+    for kind, key, value in ops:
+        if kind == "set":
+            model[key] = value
+            table[key] = value
+        elif key in model:
+            del model[key]
+            del table[key]
+    return model, table
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=operations(), hot=st.integers(min_value=1, max_value=4))
+def test_a_column_table_behaves_as_the_dict_it_replaces(ops: list[tuple[str, str, Any]], hot: int) -> None:
+    model, table = play(ops, hot)
+    assert len(table) == len(model)
+    assert set(table) == set(model)
+    assert dict(table.items()) == model
+    assert all(table[k] == v and table.get(k) == v and k in table for k, v in model.items())
+    assert table.get("missing", 7) == 7 and "missing" not in table
+    with pytest.raises(KeyError):
+        table["missing"]
+    assert dict(table.field("tags")) == {k: v.tags for k, v in model.items() if v is not None}
+    assert codec.loads(codec.dumps({"t": table})) == {"t": model}
+
+
+@settings(max_examples=50, deadline=None)
+@given(ops=operations())
+def test_keys_keep_the_order_they_were_first_set_in_when_nothing_is_deleted(ops: list[tuple[str, str, Any]]) -> None:
+    ops = [op for op in ops if op[0] == "set" and op[2] is not None and op[2].block_id == op[1]]
+    model, table = play(ops, hot=2)
+    assert list(table) == list(model)
+
+
+def test_a_copy_does_not_change_when_the_table_does() -> None:
+    table: ColumnTable[str, SessionSpan] = ColumnTable(SessionSpan, "session_id", hot=1)
+    table["s1"] = SessionSpan("s1", T0, T0)
+    table["s2"] = SessionSpan("s2", T0, T0)
+    copy = table.copy()
+    table["s1"] = SessionSpan("s1", T0, T0 + _dt.timedelta(hours=1), T0 + _dt.timedelta(hours=1))
+    table["s3"] = SessionSpan("s3", T0, T0)
+    assert dict(copy.items()) == {"s1": SessionSpan("s1", T0, T0), "s2": SessionSpan("s2", T0, T0)}
+    assert table["s1"].ended_at == T0 + _dt.timedelta(hours=1)
+
+
+def wire() -> dict[str, Any]:
+    table: ColumnTable[str, SessionSpan] = ColumnTable(SessionSpan, "session_id")
+    for i in range(3):
+        table[f"s{i}"] = SessionSpan(f"s{i}", T0, T0, None if i else T0)
+    data: dict[str, Any] = json.loads(codec.dumps({"spans": table}))
+    return data
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda c: c.update(started_at="!!not base64!!"),
+        lambda c: c.update(started_at="AAAA"),  # 3 bytes: not a whole number of 8-byte values
+        lambda c: c.update(started_at=""),  # no rows for three keys
+        lambda c: c.pop("ended_at"),  # a column missing
+    ],
+)
+def test_a_column_payload_it_did_not_write_is_a_codec_error(mangle: Any) -> None:
+    data = wire()
+    columns = data["value"]["d"][0][1]["c"][2]["columns"]
+    mangle(columns)
+    with pytest.raises(codec.CodecError):
+        codec.loads(json.dumps(data).encode())
+
+
+def test_a_coded_value_out_of_range_or_an_unknown_class_is_a_codec_error() -> None:
+    table: ColumnTable[str, BlockView] = ColumnTable(BlockView, "block_id")
+    table["b"] = BlockView("b", ("a",), "fact", Tier.STANDARD, 0.1, T0, None, T0)
+    data: dict[str, Any] = json.loads(codec.dumps({"blocks": table}))
+    spec = data["value"]["d"][0][1]["c"]
+    spec[2]["columns"]["category"]["i"] = "BQAAAA=="  # code 5 of a column holding one value
+    with pytest.raises(codec.CodecError):
+        codec.loads(json.dumps(data).encode())
+    spec[0] = "Popen"
+    with pytest.raises(codec.CodecError):
+        codec.loads(json.dumps(data).encode())
