@@ -66,7 +66,7 @@ class MemoryCommands(LedgerBase):
     def _live(self) -> tuple[MemoryGraph, ActiveClock]:
         """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
         self.snapshots.catch_up(self._memory, lambda after: self.store.iter_events(after))
-        clock = ActiveClock.of(self._memory.active_spans(), self.clock(), self.config.idle_timeout)
+        clock = self._memory.active_clock(self.clock(), self.config.idle_timeout)
         return self._memory.memory(), clock
 
     @contextlib.contextmanager
@@ -82,7 +82,7 @@ class MemoryCommands(LedgerBase):
             return
         runner = self.snapshots.replay_to(_memory_runner(), self.store.iter_events, until)
         moment = as_of or runner.last_recorded_at or self.clock()
-        yield runner.memory(), ActiveClock.of(runner.active_spans(), moment, self.config.idle_timeout), until, moment
+        yield runner.memory(), runner.active_clock(moment, self.config.idle_timeout), until, moment
 
     def remember(
         self,

@@ -567,7 +567,7 @@ class Replay:
         return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
 
     def active_clock(self) -> ActiveClock:
-        return ActiveClock.of(self.runner.active_spans(), self.moment, self.idle_timeout)
+        return self.runner.active_clock(self.moment, self.idle_timeout)
 
     def memory(self) -> MemoryStats:
         """Blocks, archive, edges, curates and active hours as of the replayed moment."""

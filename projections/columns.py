@@ -28,7 +28,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-_NONE = -(2**63)  # the "no value" of an optional int or moment column
+NONE = _NONE = -(2**63)  # the "no value" of an optional int or moment column
 _set = object.__setattr__
 _new = object.__new__
 
@@ -98,12 +98,10 @@ class Layout:
         self.kinds = {name: _kind(hints[name]) for name in self.fields}
 
     def empty(self) -> dict[str, Any]:
-        columns: dict[str, Any] = {}
-        for name, (kind, _) in self.kinds.items():
-            columns[name] = {"float": array("d"), "bool": array("b"), "int": array("q"), "time": array("q")}.get(
-                kind
-            ) or _Codes()
-        return columns
+        typecodes = {"float": "d", "bool": "b", "int": "q", "time": "q"}
+        return {
+            name: array(typecodes[kind]) if kind in typecodes else _Codes() for name, (kind, _) in self.kinds.items()
+        }
 
 
 _LAYOUTS: dict[tuple[type, str], Layout] = {}
@@ -132,6 +130,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         self._rows: dict[K, int] = {}  # every key with a state -> its row
         self._keys: list[K] = []  # row -> key
         self._hot: dict[K, V] = {}  # the latest states, newest last (their rows may be stale until evicted)
+        self._dirty: set[K] = set()  # hot keys whose rows are stale
         self._objects: dict[K, V | None] = {}  # states kept as objects: None, or not keyed by their key field
         self._columns = self.layout.empty()
         self._writers = self._make_writers()
@@ -184,6 +183,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
                 write(value, None)
         else:
             hot.pop(key, None)
+            self._dirty.add(key)
         hot[key] = value
         if len(hot) > self.hot_limit:
             self._flush(next(iter(hot)))
@@ -193,6 +193,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             del self._objects[key]
             return
         self._hot.pop(key, None)
+        self._dirty.discard(key)
         del self._rows[key]  # the row's cells stay behind, unreferenced
 
     def values(self) -> Iterator[V]:  # type: ignore[override]
@@ -217,19 +218,61 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             if obj is not None:
                 yield key, getattr(obj, name)
 
+    def arrays(self, *names: str) -> tuple[array[Any], ...] | None:
+        """The named numeric columns themselves, brought up to date (moments as microseconds since the epoch,
+        ``NONE`` for a missing value), when every row is a live state in key order; ``None`` otherwise (after a
+        delete, or with states kept as objects): then use :meth:`raw`. Read them, never change them."""
+        if len(self._rows) != len(self._keys) or any(v is not None for v in self._objects.values()):
+            return None
+        self._settle()
+        return tuple(self._columns[name] for name in names)
+
+    def raw(self, *names: str) -> Iterator[tuple[Any, ...]]:
+        """The named fields of every state as stored, without building states: moments as microseconds since
+        the epoch, ``None`` as ``None``; for bulk arithmetic over a large table (e.g. active hours)."""
+        layout = self.layout
+        plan = []
+        for name in names:
+            kind, _ = layout.kinds[name]
+            plan.append((name, self._columns[name], kind))
+        hot = self._hot
+
+        def stored(value: Any, kind: str) -> Any:
+            return _micros(value) if kind == "time" and value is not None else value
+
+        for key, row in self._rows.items():
+            obj = hot.get(key)
+            if obj is not None:
+                yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
+                continue
+            out = []
+            for _, column, kind in plan:
+                if isinstance(column, _Codes):
+                    out.append(column.values[column.codes[row]])
+                else:
+                    value = column[row]
+                    out.append(None if value == _NONE and kind in ("time", "int") else value)
+            yield tuple(out)
+        for obj in self._objects.values():
+            if obj is not None:
+                yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
+
     def _flush(self, key: K) -> None:
         """Write a hot state into its row and drop the object."""
         value = self._hot.pop(key)
-        row = self._rows[key]
-        for write in self._writers:
-            write(value, row)
-
-    def _settle(self) -> None:
-        """Write every hot state into its row (they stay hot too), so the columns alone hold the table."""
-        for key, value in self._hot.items():
+        if key in self._dirty:
+            self._dirty.discard(key)
             row = self._rows[key]
             for write in self._writers:
                 write(value, row)
+
+    def _settle(self) -> None:
+        """Write every hot state into its row (they stay hot too), so the columns alone hold the table."""
+        for key in self._dirty:
+            row, value = self._rows[key], self._hot[key]
+            for write in self._writers:
+                write(value, row)
+        self._dirty.clear()
 
     # --- copying and the wire ------------------------------------------------------------------------------
 

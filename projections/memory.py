@@ -266,7 +266,7 @@ class MemoryGraph:
         self.__init__()  # type: ignore[misc]
         blocks = data["blocks"]
         if isinstance(blocks, ColumnTable):
-            self.blocks = blocks.copy()
+            self.blocks = blocks  # taken, not copied: a restored snapshot is read once (peak memory)
         else:
             self.blocks.update(blocks)
         self.edges = dict(data["edges"])

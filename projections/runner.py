@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ledger.events import RecordedEvent
 from projections import active_hours, brain, compliance, enforcement, memory, sessions
-from projections.columns import ColumnTable
+from projections.columns import NONE, ColumnTable
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class ProjectionRunner:
         self.reset()
         for name, table in states.items():
             if isinstance(table, ColumnTable):
-                self.states[name] = table.copy()
+                self.states[name] = table  # taken, not copied: a restored snapshot is read once
             else:
                 self.states[name].update(table)
         for name, state in aggregates.items():
@@ -154,6 +154,18 @@ class ProjectionRunner:
         graph = self.aggregates[MEMORY.name]
         assert isinstance(graph, memory.MemoryGraph)
         return graph
+
+    def active_clock(self, at: Any, idle_timeout: Any) -> active_hours.ActiveClock:
+        """The active-hours clock as of ``at`` from every session's span (read from the columns, not rebuilt)."""
+        table = self.states[ACTIVE_TIME.name]
+        if isinstance(table, ColumnTable):
+            columns = table.arrays("started_at", "last_event_at", "ended_at")
+            if columns is None:
+                spans = table.raw("started_at", "last_event_at", "ended_at")
+            else:
+                spans = ((s, last, None if e == NONE else e) for s, last, e in zip(*columns, strict=True))
+            return active_hours.ActiveClock.of_micros(spans, at, idle_timeout)  # type: ignore[arg-type]
+        return active_hours.ActiveClock.of(self.active_spans(), at, idle_timeout)
 
     def active_spans(self) -> list[active_hours.SessionSpan]:
         """The activity span of every session seen (for an ``ActiveClock``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import itertools
 
@@ -222,3 +223,40 @@ def test_the_active_clock_agrees_with_the_union_it_summarises(
 def test_an_empty_active_clock_reads_zero() -> None:
     clock = ah.ActiveClock.of([], T0)
     assert (clock.now, clock.hours_at(T0), clock.hours_since(T0 - _dt.timedelta(days=1))) == (0.0, 0.0, 0.0)
+
+
+@given(st.lists(SESSION, max_size=8), st.integers(min_value=-60, max_value=3000), st.integers(min_value=1, max_value=4))
+def test_the_clock_from_a_column_table_of_spans_is_the_clock_from_the_spans(
+    sessions: list[tuple[int, list[int], int | None]], now: int, hot: int
+) -> None:
+    """The live path reads spans from a ColumnTable as microseconds (``ActiveClock.of_micros``); it must be the
+    clock :meth:`ActiveClock.of` builds from the span objects, whatever the table keeps hot."""
+    from projections.columns import ColumnTable
+
+    table: ColumnTable[str, ah.SessionSpan] = ColumnTable(ah.SessionSpan, "session_id", hot=hot)
+    for rec in _log(sessions):
+        key = rec.stream.split(":", 1)[1]
+        table[key] = ah.evolve_span(table.get(key), rec)
+    at_now = T0 + _dt.timedelta(minutes=now)
+    spans = [s for s in table.values() if s is not None]
+    expected = ah.ActiveClock.of(spans, at_now)
+    got = ah.ActiveClock.of_micros(table.raw("started_at", "last_event_at", "ended_at"), at_now)
+    assert (got.at, got.starts, got.ends) == (expected.at, expected.starts, expected.ends)
+    assert got.before == pytest.approx(expected.before, abs=1e-6)
+    assert got.now == pytest.approx(expected.now, abs=1e-9)
+
+
+@given(st.lists(SESSION, max_size=8), st.integers(min_value=-60, max_value=3000))
+def test_the_runners_clock_is_the_clock_from_the_spans(
+    sessions: list[tuple[int, list[int], int | None]], now: int
+) -> None:
+    from projections.runner import ACTIVE_TIME, ProjectionRunner
+
+    runner = ProjectionRunner([ACTIVE_TIME])
+    for position, recorded in enumerate(_log(sessions), 1):
+        runner.apply(dataclasses.replace(recorded, position=position))  # in log order, as a runner is fed
+    at_now = T0 + _dt.timedelta(minutes=now)
+    expected = ah.ActiveClock.of(runner.active_spans(), at_now)
+    got = runner.active_clock(at_now, ah.IDLE_TIMEOUT)
+    assert (got.starts, got.ends) == (expected.starts, expected.ends)
+    assert got.now == pytest.approx(expected.now, abs=1e-9)

@@ -142,3 +142,10 @@ def test_a_coded_value_out_of_range_or_an_unknown_class_is_a_codec_error() -> No
     spec[0] = "Popen"
     with pytest.raises(codec.CodecError):
         codec.loads(json.dumps(data).encode())
+
+
+def test_numbers_and_moments_are_stored_as_arrays_and_only_other_fields_are_coded() -> None:
+    table: ColumnTable[str, BlockView] = ColumnTable(BlockView, "block_id")
+    kinds = {name: type(column).__name__ for name, column in table._columns.items()}
+    assert kinds["lam"] == kinds["created_at"] == kinds["archived_at"] == kinds["origin"] == "array"
+    assert kinds["tags"] == kinds["tier"] == kinds["created_by"] == "_Codes"
