@@ -148,6 +148,10 @@ def normalise_url(url: str) -> str:
     return url
 
 
+SQLITE_CACHE_KIB = 512
+"""Page cache per SQLite connection, in KiB (SQLite's default is 2,048)."""
+
+
 def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | None = None) -> Engine:
     """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits).
 
@@ -176,6 +180,9 @@ def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | 
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             dbapi_conn.execute("PRAGMA synchronous=FULL")
             dbapi_conn.execute(f"PRAGMA busy_timeout={timeouts.lock_ms}")
+            # Each pooled connection keeps its own page cache (2 MiB by default), and another connection's write
+            # empties it at the next read anyway; the OS page cache holds the file once for all of them.
+            dbapi_conn.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
 
         return engine
     if url.startswith("postgresql"):
