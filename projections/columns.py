@@ -114,21 +114,102 @@ def layout(cls: type, key_field: str) -> Layout:
     return found
 
 
+PACK_AT = 1024
+"""A table restored or copied with at least this many keys (all ASCII text of one width, such as block and session
+ids) keeps them packed: sorted in one ``bytes`` object, about 30 bytes a key instead of about 150 for a ``str``, a
+``dict`` slot and an ``int`` row number."""
+
+
+class _KeyIndex:
+    """``key -> row``: a ``dict``, plus (once :meth:`compact` found them fit) fixed-width ASCII keys sorted in one
+    ``bytes`` object with their rows beside them, searched by bisection."""
+
+    __slots__ = ("blob", "count", "dict", "packed_rows", "width")
+
+    def __init__(self) -> None:
+        self.dict: dict[Any, int] = {}
+        self.blob = b""
+        self.width = 0
+        self.count = 0
+        self.packed_rows = array("i")
+
+    def __len__(self) -> int:
+        return len(self.dict) + self.count
+
+    def get(self, key: Any) -> int | None:
+        row = self.dict.get(key)
+        if row is not None or not self.count or type(key) is not str or len(key) != self.width:
+            return row
+        try:
+            probe = key.encode("ascii")
+        except UnicodeEncodeError:
+            return None
+        blob, w, lo, hi = self.blob, self.width, 0, self.count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if blob[mid * w : mid * w + w] < probe:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.count and blob[lo * w : lo * w + w] == probe:
+            return self.packed_rows[lo]
+        return None
+
+    def items(self) -> Iterator[tuple[Any, int]]:
+        blob, w, rows = self.blob, self.width, self.packed_rows
+        for i in range(self.count):
+            yield blob[i * w : i * w + w].decode("ascii"), rows[i]
+        yield from self.dict.items()
+
+    def remove(self, key: Any) -> None:
+        if key not in self.dict and self.count:
+            self.dict = dict(self.items())  # rare (the folds never delete): unpack, then forget the one key
+            self.blob, self.count, self.packed_rows = b"", 0, array("i")
+        del self.dict[key]
+
+    def compact(self) -> None:
+        """Pack every key if they are all ASCII text of one width and there are at least :data:`PACK_AT`."""
+        if len(self) < PACK_AT or not self.dict:
+            return
+        first = next(iter(self.dict))
+        if not self.count and type(first) is not str:
+            return
+        width = self.width if self.count else len(first)
+        fresh: list[tuple[bytes, int]] = []
+        for key, row in self.dict.items():
+            if type(key) is not str or len(key) != width or not key.isascii():
+                return
+            fresh.append((key.encode("ascii"), row))
+        blob, w = self.blob, self.width
+        pairs = [(blob[i * w : i * w + w], self.packed_rows[i]) for i in range(self.count)] + fresh
+        pairs.sort()
+        self.blob = b"".join(k for k, _ in pairs)
+        self.packed_rows = array("i", (r for _, r in pairs))
+        self.width, self.count, self.dict = width, len(pairs), {}
+
+    def copy(self) -> _KeyIndex:
+        other = _KeyIndex()
+        other.dict, other.blob, other.width, other.count = dict(self.dict), self.blob, self.width, self.count
+        other.packed_rows = array("i", self.packed_rows)
+        return other
+
+
 class ColumnTable(MutableMapping[K, V], Generic[K, V]):
     """``key -> state`` for one frozen, slotted state class whose ``key_field`` holds the key.
 
     The states written last (up to ``hot``) are also kept as objects, so an entity being folded event after event
     (an open session, a block being recalled) is not rebuilt from its columns each time; older ones live in the
-    columns only. Keys iterate in the order they were first set, as a ``dict``'s do. Values read from the
-    columns are equal to, not identical with, the objects stored. ``None`` states (a fold's "nothing yet") and
-    states whose key field is not their key are kept apart, as objects.
+    columns only, and a large table's keys are packed (:data:`PACK_AT`). Values read from the columns are equal
+    to, not identical with, the objects stored; keys iterate packed ones first (in sorted order), then the rest
+    in the order they were set. ``None`` states (a fold's "nothing yet") and states whose key field is not their
+    key are kept apart, as objects.
     """
 
     def __init__(self, cls: type[V], key_field: str, hot: int = 1024) -> None:
         self.layout = layout(cls, key_field)
         self.hot_limit = hot
-        self._rows: dict[K, int] = {}  # every key with a state -> its row
-        self._keys: list[K] = []  # row -> key
+        self._index = _KeyIndex()  # every key whose state is in the columns -> its row
+        self._next_row = 0
         self._hot: dict[K, V] = {}  # the latest states, newest last (their rows may be stale until evicted)
         self._dirty: set[K] = set()  # hot keys whose rows are stale
         self._objects: dict[K, V | None] = {}  # states kept as objects: None, or not keyed by their key field
@@ -139,20 +220,21 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
     # --- the mapping ---------------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._rows) + len(self._objects)
+        return len(self._index) + len(self._objects)
 
     def __iter__(self) -> Iterator[K]:
-        yield from self._rows
+        for key, _ in self._index.items():
+            yield key
         yield from self._objects
 
     def __contains__(self, key: object) -> bool:
-        return key in self._rows or key in self._objects
+        return key in self._hot or self._index.get(key) is not None or key in self._objects
 
     def __getitem__(self, key: K) -> V:
         value = self._hot.get(key)
         if value is not None:
             return value
-        row = self._rows.get(key)
+        row = self._index.get(key)
         if row is None:
             return self._objects[key]  # type: ignore[return-value]
         return self._read(key, row)
@@ -161,7 +243,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         value = self._hot.get(key)
         if value is not None:
             return value
-        row = self._rows.get(key)
+        row = self._index.get(key)
         if row is None:
             return self._objects.get(key, default)
         return self._read(key, row)
@@ -171,19 +253,21 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         if value is not None and hot.get(key) is value:
             return  # unchanged (a fold returned the state it was given)
         if value is None or getattr(value, self.layout.key_field) != key:
-            if key in self._rows:
+            if key in hot or self._index.get(key) is not None:
                 del self[key]
             self._objects[key] = value
             return
-        if key not in self._rows:
+        if key in hot:
+            del hot[key]
+            self._dirty.add(key)
+        elif self._index.get(key) is not None:
+            self._dirty.add(key)
+        else:
             self._objects.pop(key, None)
-            self._rows[key] = len(self._keys)
-            self._keys.append(key)
+            self._index.dict[key] = self._next_row
+            self._next_row += 1
             for write in self._writers:
                 write(value, None)
-        else:
-            hot.pop(key, None)
-            self._dirty.add(key)
         hot[key] = value
         if len(hot) > self.hot_limit:
             self._flush(next(iter(hot)))
@@ -194,7 +278,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             return
         self._hot.pop(key, None)
         self._dirty.discard(key)
-        del self._rows[key]  # the row's cells stay behind, unreferenced
+        self._index.remove(key)  # the row's cells stay behind, unreferenced
 
     def values(self) -> Iterator[V]:  # type: ignore[override]
         for _, value in self.items():
@@ -202,7 +286,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
 
     def items(self) -> Iterator[tuple[K, V]]:  # type: ignore[override]
         hot = self._hot
-        for key, row in self._rows.items():
+        for key, row in self._index.items():
             value = hot.get(key)
             yield key, (value if value is not None else self._read(key, row))
         yield from self._objects.items()  # type: ignore[misc]
@@ -211,7 +295,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         """``(key, value of one field)`` for every state, without building the states (e.g. to index tags)."""
         read = dict(zip(self.layout.fields, self._readers, strict=True))[name]
         hot = self._hot
-        for key, row in self._rows.items():
+        for key, row in self._index.items():
             value = hot.get(key)
             yield key, (getattr(value, name) if value is not None else read(row))
         for key, obj in self._objects.items():
@@ -220,9 +304,9 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
 
     def arrays(self, *names: str) -> tuple[array[Any], ...] | None:
         """The named numeric columns themselves, brought up to date (moments as microseconds since the epoch,
-        ``NONE`` for a missing value), when every row is a live state in key order; ``None`` otherwise (after a
-        delete, or with states kept as objects): then use :meth:`raw`. Read them, never change them."""
-        if len(self._rows) != len(self._keys) or any(v is not None for v in self._objects.values()):
+        ``NONE`` for a missing value), when every row is a live state; ``None`` otherwise (after a delete, or
+        with states kept as objects): then use :meth:`raw`. Read them, never change them."""
+        if len(self._index) != self._next_row or any(v is not None for v in self._objects.values()):
             return None
         self._settle()
         return tuple(self._columns[name] for name in names)
@@ -240,7 +324,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         def stored(value: Any, kind: str) -> Any:
             return _micros(value) if kind == "time" and value is not None else value
 
-        for key, row in self._rows.items():
+        for key, row in self._index.items():
             obj = hot.get(key)
             if obj is not None:
                 yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
@@ -257,19 +341,24 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             if obj is not None:
                 yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
 
+    def _row(self, key: K) -> int:
+        row = self._index.get(key)
+        assert row is not None, key
+        return row
+
     def _flush(self, key: K) -> None:
         """Write a hot state into its row and drop the object."""
         value = self._hot.pop(key)
         if key in self._dirty:
             self._dirty.discard(key)
-            row = self._rows[key]
+            row = self._row(key)
             for write in self._writers:
                 write(value, row)
 
     def _settle(self) -> None:
-        """Write every hot state into its row (they stay hot too), so the columns alone hold the table."""
+        """Write every stale row from its hot state (they stay hot too), so the columns alone hold the table."""
         for key in self._dirty:
-            row, value = self._rows[key], self._hot[key]
+            row, value = self._row(key), self._hot[key]
             for write in self._writers:
                 write(value, row)
         self._dirty.clear()
@@ -277,9 +366,11 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
     # --- copying and the wire ------------------------------------------------------------------------------
 
     def copy(self) -> ColumnTable[K, V]:
+        """A copy later writes do not change (for a snapshot); both pack their keys if they have grown."""
         self._settle()
+        self._index.compact()
         other: ColumnTable[K, V] = ColumnTable(self.layout.cls, self.layout.key_field, self.hot_limit)
-        other._rows, other._keys, other._objects = dict(self._rows), list(self._keys), dict(self._objects)
+        other._index, other._next_row, other._objects = self._index.copy(), self._next_row, dict(self._objects)
         other._columns = {
             n: c.copy() if isinstance(c, _Codes) else array(c.typecode, c) for n, c in self._columns.items()
         }
@@ -297,10 +388,27 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         return f"ColumnTable({self.layout.cls.__name__}, {len(self)} rows)"
 
     def to_wire(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
-        """Plain JSON data: the live keys in row order, each column packed (``encode`` for the coded values)."""
+        """Plain JSON data, each column packed (``encode`` for the coded values). Packed keys travel packed (one
+        ASCII string and their rows), so reading a large table back builds no object per key."""
         self._settle()
-        live = list(self._rows.values())
-        keep = array("q", live)
+        self._index.compact()
+        index = self._index
+        if index.count and len(index) == self._next_row:  # every row live: the columns go as they are
+            whole: dict[str, Any] = {}
+            for name, column in self._columns.items():
+                if isinstance(column, _Codes):
+                    whole[name] = {"v": [encode(v) for v in column.values], "i": _pack(column.codes)}
+                else:
+                    whole[name] = _pack(column)
+            return {
+                "rows": self._next_row,
+                "packed": {"keys": index.blob.decode("ascii"), "width": index.width, "rows": _pack(index.packed_rows)},
+                "keys": [[encode(k), r] for k, r in index.dict.items()],
+                "objects": [[encode(k), encode(v)] for k, v in self._objects.items()],
+                "columns": whole,
+            }
+        live = sorted(index.items(), key=lambda item: item[1])
+        keep = array("q", (row for _, row in live))
         columns: dict[str, Any] = {}
         for name, column in self._columns.items():
             if isinstance(column, _Codes):
@@ -309,7 +417,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             else:
                 columns[name] = _pack(array(column.typecode, (column[r] for r in keep)))
         return {
-            "keys": [encode(self._keys[r]) for r in keep],
+            "keys": [encode(key) for key, _ in live],
             "objects": [[encode(k), encode(v)] for k, v in self._objects.items()],
             "columns": columns,
         }
@@ -320,11 +428,54 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
     ) -> ColumnTable[K, V]:
         """The table :meth:`to_wire` described; ``ValueError`` for anything it would not have written."""
         table: ColumnTable[K, V] = cls(state_cls, key_field)
+        if "packed" in data:
+            return table._from_packed_wire(data, decode)
         keys = [decode(k) for k in data["keys"]]
-        if set(data["columns"]) != set(table.layout.fields):
-            raise ValueError(f"the columns {sorted(data['columns'])} are not those of {state_cls.__name__}")
-        for name, column in table._columns.items():
-            raw = data["columns"][name]
+        table._read_columns(data["columns"], len(keys), decode)
+        table._index.dict = {k: i for i, k in enumerate(keys)}
+        table._next_row = len(keys)
+        if len(table._index.dict) != len(keys):
+            raise ValueError("a column table's keys repeat")
+        del keys
+        table._index.compact()
+        table._objects = {decode(k): decode(v) for k, v in data["objects"]}
+        if any(table._index.get(k) is not None for k in table._objects):
+            raise ValueError("a column table holds a key twice")
+        table._writers, table._readers = table._make_writers(), table._make_readers()
+        return table
+
+    def _from_packed_wire(self, data: Any, decode: Callable[[Any], Any]) -> ColumnTable[K, V]:
+        rows = int(data["rows"])
+        self._read_columns(data["columns"], rows, decode)
+        packed = data["packed"]
+        index = self._index
+        index.width = int(packed["width"])
+        index.blob = packed["keys"].encode("ascii")
+        index.packed_rows = _unpack("i", packed["rows"])
+        index.count = len(index.packed_rows)
+        w, blob = index.width, index.blob
+        if w <= 0 or len(blob) != w * index.count:
+            raise ValueError("packed keys do not match their count")
+        if any(blob[i * w : i * w + w] >= blob[i * w + w : i * w + 2 * w] for i in range(index.count - 1)):
+            raise ValueError("packed keys are not strictly sorted")
+        index.dict = {decode(k): int(r) for k, r in data["keys"]}
+        taken = [*index.packed_rows, *index.dict.values()]
+        if len(taken) != rows or sorted(taken) != list(range(rows)):
+            raise ValueError("a column table's keys do not name each of its rows once")
+        if any(index.get(k) != r for k, r in index.dict.items()):
+            raise ValueError("a column table holds a key twice")
+        self._next_row = rows
+        self._objects = {decode(k): decode(v) for k, v in data["objects"]}
+        if any(index.get(k) is not None for k in self._objects):
+            raise ValueError("a column table holds a key twice")
+        self._writers, self._readers = self._make_writers(), self._make_readers()
+        return self
+
+    def _read_columns(self, wire: Any, rows: int, decode: Callable[[Any], Any]) -> None:
+        if set(wire) != set(self.layout.fields):
+            raise ValueError(f"the columns {sorted(wire)} are not those of {self.layout.cls.__name__}")
+        for name, column in self._columns.items():
+            raw = wire[name]
             if isinstance(column, _Codes):
                 column.values = [decode(v) for v in raw["v"]]
                 column.index = {v: i for i, v in enumerate(column.values)}
@@ -333,19 +484,10 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
                     raise ValueError(f"column {name} refers to values it does not hold")
                 size = len(column.codes)
             else:
-                table._columns[name] = _unpack(column.typecode, raw)
-                size = len(table._columns[name])
-            if size != len(keys):
-                raise ValueError(f"column {name} holds {size} rows for {len(keys)} keys")
-        table._keys = keys
-        table._rows = {k: i for i, k in enumerate(keys)}
-        if len(table._rows) != len(keys):
-            raise ValueError("a column table's keys repeat")
-        table._objects = {decode(k): decode(v) for k, v in data["objects"]}
-        if table._rows.keys() & table._objects.keys():
-            raise ValueError("a column table holds a key twice")
-        table._writers, table._readers = table._make_writers(), table._make_readers()
-        return table
+                self._columns[name] = _unpack(column.typecode, raw)
+                size = len(self._columns[name])
+            if size != rows:
+                raise ValueError(f"column {name} holds {size} rows for {rows} keys")
 
     # --- rows ------------------------------------------------------------------------------------------------
 

@@ -204,7 +204,9 @@ class MemoryGraph:
         self.blocks: ColumnTable[str, BlockView] = ColumnTable(BlockView, "block_id")
         self.edges: dict[Pair, EdgeView] = {}
         self.adjacent: dict[str, set[str]] = {}
-        self.by_tag: dict[str, list[str]] = {}  # tag -> ids of the blocks that carry it
+        # hierarchical tag (``self/value``) -> ids of the blocks that carry it, for prefix queries (``self/``);
+        # flat tags are not indexed: every block may carry them, and the index would hold an id per block
+        self.by_tag: dict[str, list[str]] = {}
         self.last_curate: CurateMark | None = None
         self.curates = 0
         self.position = 0
@@ -221,8 +223,7 @@ class MemoryGraph:
             view = evolve_block(block_id, self.blocks.get(block_id), rec)
             if view is not None:
                 if block_id not in self.blocks:
-                    for tag in dict.fromkeys(view.tags):
-                        self.by_tag.setdefault(tag, []).append(block_id)
+                    self._index_tags(block_id, view.tags)
                 self.blocks[block_id] = view
         if isinstance(e, MemoryRecalled):
             for key in co_retrieved_pairs(e.block_ids):
@@ -273,11 +274,15 @@ class MemoryGraph:
         self.last_curate, self.curates = data["last_curate"], int(data["curates"])
         self.position, self.version = int(data["position"]), int(data["version"])
         for block_id, tags in self.blocks.field("tags"):
-            for tag in dict.fromkeys(tags):
-                self.by_tag.setdefault(tag, []).append(block_id)
+            self._index_tags(block_id, tags)
         for a, b in self.edges:
             self.adjacent.setdefault(a, set()).add(b)
             self.adjacent.setdefault(b, set()).add(a)
+
+    def _index_tags(self, block_id: str, tags: tuple[str, ...]) -> None:
+        for tag in dict.fromkeys(tags):
+            if "/" in tag:
+                self.by_tag.setdefault(tag, []).append(block_id)
 
     def _drop_edge(self, key: Pair) -> None:
         if self.edges.pop(key, None) is not None:
@@ -292,6 +297,9 @@ class MemoryGraph:
         """Blocks not archived; with ``tag_prefix`` (e.g. ``self/``) only those with a tag under it."""
         if tag_prefix is None:
             return (b for b in self.blocks.values() if b.archived_at is None)
+        if "/" not in tag_prefix:  # flat tags are not indexed: scan the tags column
+            prefixed = (k for k, tags in self.blocks.field("tags") if any(t.startswith(tag_prefix) for t in tags))
+            return (b for b in (self.blocks[i] for i in sorted(prefixed)) if b.archived_at is None)
         ids = set().union(*(ids for tag, ids in self.by_tag.items() if tag.startswith(tag_prefix)))
         return (b for b in (self.blocks[i] for i in sorted(ids)) if b.archived_at is None)
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections import codec
+from projections import codec, columns
 from projections.active_hours import SessionSpan
 from projections.columns import ColumnTable
 from projections.decay import Tier
@@ -20,7 +21,7 @@ from projections.memory import BlockView
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 moments = st.integers(min_value=0, max_value=10**12).map(lambda us: T0 + _dt.timedelta(microseconds=us))
-KEYS = [f"blk_{i}" for i in range(12)]
+KEYS = [f"blk_{i:02d}" for i in range(12)] + ["blk_x", "blk_é1"]  # most of one width (packable), two not
 
 
 @st.composite
@@ -47,7 +48,7 @@ def operations(draw: Any) -> list[tuple[str, str, Any]]:
     ops: list[tuple[str, str, Any]] = []
     for _ in range(draw(st.integers(min_value=0, max_value=40))):
         key = draw(st.sampled_from(KEYS))
-        kind = draw(st.sampled_from(["set", "set", "set", "none", "odd", "del"]))
+        kind = draw(st.sampled_from(["set", "set", "set", "none", "odd", "del", "copy"]))
         if kind == "set":
             ops.append(("set", key, draw(blocks(key))))
         elif kind == "odd":  # a state whose key field is not its key stays an object
@@ -55,7 +56,7 @@ def operations(draw: Any) -> list[tuple[str, str, Any]]:
         elif kind == "none":
             ops.append(("set", key, None))
         else:
-            ops.append(("del", key, None))
+            ops.append((kind, key, None))
     return ops
 
 
@@ -66,6 +67,8 @@ def play(ops: list[tuple[str, str, Any]], hot: int) -> tuple[dict[str, Any], Col
         if kind == "set":
             model[key] = value
             table[key] = value
+        elif kind == "copy":  # a snapshot's copy packs the keys (PACK_AT is low in these tests)
+            table = table.copy() if len(model) % 2 else (table.copy(), table)[1]
         elif key in model:
             del model[key]
             del table[key]
@@ -75,7 +78,8 @@ def play(ops: list[tuple[str, str, Any]], hot: int) -> tuple[dict[str, Any], Col
 @settings(max_examples=150, deadline=None)
 @given(ops=operations(), hot=st.integers(min_value=1, max_value=4))
 def test_a_column_table_behaves_as_the_dict_it_replaces(ops: list[tuple[str, str, Any]], hot: int) -> None:
-    model, table = play(ops, hot)
+    with mock.patch.object(columns, "PACK_AT", 2):
+        model, table = play(ops, hot)
     assert len(table) == len(model)
     assert set(table) == set(model)
     assert dict(table.items()) == model
@@ -149,3 +153,56 @@ def test_numbers_and_moments_are_stored_as_arrays_and_only_other_fields_are_code
     kinds = {name: type(column).__name__ for name, column in table._columns.items()}
     assert kinds["lam"] == kinds["created_at"] == kinds["archived_at"] == kinds["origin"] == "array"
     assert kinds["tags"] == kinds["tier"] == kinds["created_by"] == "_Codes"
+
+
+def test_a_large_table_packs_its_keys_when_copied_or_restored_and_still_finds_every_one() -> None:
+    table: ColumnTable[str, SessionSpan] = ColumnTable(SessionSpan, "session_id")
+    ids = [f"ses_{i:06d}" for i in range(columns.PACK_AT + 10)]
+    for i, sid in enumerate(ids):
+        table[sid] = SessionSpan(sid, T0, T0 + _dt.timedelta(seconds=i))
+    copy = table.copy()
+    restored = codec.loads(codec.dumps({"t": table}))["t"]
+    for packed in (table, copy, restored):
+        assert packed._index.count == len(ids) and not packed._index.dict  # all packed
+        assert all(packed[sid].last_event_at == T0 + _dt.timedelta(seconds=i) for i, sid in enumerate(ids))
+        assert "ses_999999" not in packed and packed.get("ses_00000") is None and packed.get(5) is None
+    table["ses_new001"] = SessionSpan("ses_new001", T0, T0)  # a new key after packing goes to the dict
+    del table[ids[3]]  # deleting a packed key unpacks first
+    assert len(table) == len(ids) and ids[3] not in table and table["ses_000004"].session_id == "ses_000004"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(["bench", "self/value", "self/goal", "selfish", "team/x"]), max_size=3)),
+    st.sampled_from(["self/", "self", "team/", "bench", "nothing/"]),
+)
+def test_the_graphs_tag_prefix_query_is_a_filter_over_every_block(tag_sets: list[list[str]], prefix: str) -> None:
+    """Only hierarchical tags are indexed; a prefix query answers as a scan of every block's tags would."""
+    from ledger.events import MemoryRemembered, RecordedEvent
+    from projections.memory import MemoryGraph
+
+    graph = MemoryGraph()
+    for i, tags in enumerate(tag_sets, 1):
+        event = MemoryRemembered(block_id=f"blk_{i:03d}", content=f"text {i}", tags=tags)
+        graph.apply(RecordedEvent(i, f"block:blk_{i:03d}", 1, T0, {}, event, "0" * 64))
+    expected = sorted(b.block_id for b in graph.blocks.values() if any(t.startswith(prefix) for t in b.tags))
+    assert [b.block_id for b in graph.live_blocks(prefix)] == expected
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda p: p.update(keys=p["keys"][::-1]),  # not sorted: bisection would miss keys
+        lambda p: p.update(keys=p["keys"][:-1]),  # not a whole number of keys
+        lambda p: p.update(rows="AAAAAA=="),  # rows that do not name each row once
+        lambda p: p.update(width=0),
+    ],
+)
+def test_a_packed_key_payload_it_did_not_write_is_a_codec_error(mangle: Any) -> None:
+    table: ColumnTable[str, SessionSpan] = ColumnTable(SessionSpan, "session_id")
+    for i in range(columns.PACK_AT + 1):
+        table[f"ses_{i:06d}"] = SessionSpan(f"ses_{i:06d}", T0, T0)
+    data: dict[str, Any] = json.loads(codec.dumps({"t": table}))
+    mangle(data["value"]["d"][0][1]["c"][2]["packed"])
+    with pytest.raises(codec.CodecError):
+        codec.loads(json.dumps(data).encode())
