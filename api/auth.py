@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from starlette.datastructures import Headers
+
 from ledger import keys
 from ledger.events import KeyRole
 from ledger.service import Actor, Ledger, Source
@@ -37,11 +39,15 @@ class Identity:
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:
-    lowered = {k.lower(): v for k, v in headers.items()}
-    auth = lowered.get("authorization", "")
+    if isinstance(headers, Headers):  # names looked up ignoring case without copying; a repeated header: the last
+        auth, api_key = [(v[-1] if v else None) for v in map(headers.getlist, ("authorization", "x-api-key"))]
+    else:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        auth, api_key = lowered.get("authorization"), lowered.get("x-api-key")
+    auth = auth or ""
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None
-    return (lowered.get("x-api-key") or "").strip() or None
+    return (api_key or "").strip() or None
 
 
 def _identity(key: KeyView | None, fallback_agent: str, fallback_role: KeyRole) -> Identity:

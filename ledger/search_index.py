@@ -22,6 +22,7 @@ import logging
 import re
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,6 +121,7 @@ class SearchIndex:
         self.store = store
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
+        self._catching_up = threading.Lock()
 
     def create_schema(self) -> None:
         with translate_errors(self.dialect), self.store.engine.begin() as conn:
@@ -174,7 +176,21 @@ class SearchIndex:
         return self._apply_up_to(head, progress)
 
     def _apply_up_to(self, head: int, progress: Callable[[int], None] | None = None) -> int:
-        """Apply the events after the checkpoint up to ``head`` under the index's write lock."""
+        """Apply the events after the checkpoint up to ``head`` under the index's write lock.
+
+        One thread of a process at a time: when many requests find the index behind at once (the first searches
+        after a start, say) one catches up while the others wait here, not in a crowd at the database's write lock
+        that the appends need too, and then find the work done."""
+        if not self._catching_up.acquire(blocking=False):
+            with self._catching_up:
+                head, pending = self._pending()
+                return self._apply_locked(head, progress) if pending else 0
+        try:
+            return self._apply_locked(head, progress)
+        finally:
+            self._catching_up.release()
+
+    def _apply_locked(self, head: int, progress: Callable[[int], None] | None) -> int:
         applied = 0
         with self.store.write_transaction(INDEX_LOCK) as cur:
             cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
