@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait(timeout=30)
 
     rows = {key: summarise(runs) for key, runs in results.items()}
-    ours1, ours8, ours32, noop1 = rows[("ours", 1)], rows[("ours", 8)], rows[("ours", 32)], rows[("noop", 1)]
+    ours1, ours8, ours32 = rows[("ours", 1)], rows[("ours", 8)], rows[("ours", 32)]
+    noop1, noop32 = rows[("noop", 1)], rows[("noop", 32)]
 
     def ms(value: float | None) -> str:
         return "—" if value is None else f"{value:.2f} ms"
@@ -277,13 +278,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{load_at_start} at start, {_bench_util.load_average()} at the end. CPU per request: the server process's",
         "(and the load generator's) user + system time over the window, divided by the requests answered.",
         "",
-        "| Server | Clients | req/s | p50 | p99 | server CPU / request | load generator CPU / request |",
-        "|---|---|---|---|---|---|---|",
+        "| Server | Clients | req/s (median) | req/s by round | p50 | p99 | server CPU / request |"
+        " load generator CPU / request |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for (name, clients), row in sorted(rows.items()):
         label = "serve (search + assert)" if name == "ours" else "no-op FastAPI"
+        by_round = ", ".join(f"{run.rate:,.0f}" for run in results[(name, clients)])
         lines.append(
-            f"| {label} | {clients} | {row.rate:,.0f} | {row.p50_ms:.1f} ms | {row.p99_ms:.1f} ms | "
+            f"| {label} | {clients} | {row.rate:,.0f} | {by_round} | {row.p50_ms:.1f} ms | {row.p99_ms:.1f} ms | "
             f"{ms(row.server_cpu_ms)} | {ms(row.client_cpu_ms)} |"
         )
     checks = [
@@ -309,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         f"and the load generator, whose work is part of every round trip, {ms(ours1.client_cpu_ms)} against "
         f"{ms(noop1.client_cpu_ms)}. At 8 and 32 clients",
         f"the server spent {ms(ours8.server_cpu_ms)} and {ms(ours32.server_cpu_ms)} of CPU per request and the "
-        f"load generator {ms(ours8.client_cpu_ms)} and {ms(ours32.client_cpu_ms)}, on 2 cores.",
+        f"load generator {ms(ours8.client_cpu_ms)} and {ms(ours32.client_cpu_ms)}, on 2 cores; with 32 requests",
+        f"always in flight a request waits for the 31 others (32 ÷ {ours32.rate:,.0f} req/s = "
+        f"{32 / ours32.rate * 1000:.0f} ms on average). The no-op app's own p99 at 32 clients was "
+        f"{noop32.p99_ms:.0f} ms in this run.",
     ]
     text = "\n".join(lines) + "\n"
     if not args.quick:
