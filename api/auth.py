@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from starlette.datastructures import Headers
+
+from ledger import keys
 from ledger.events import KeyRole
 from ledger.service import Actor, Ledger, Source
+from projections.apikeys import KeyRing, KeyView
+
+# Where the HTTP front end leaves the identity it proved for an MCP request (an ASGI scope key: set by the server,
+# never by anything the client sends), so the tool that request calls does not read the key ring again.
+SCOPE_KEY = "compliance_ledger.identity"
 
 
 @dataclass(frozen=True)
@@ -31,21 +39,49 @@ class Identity:
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:
-    lowered = {k.lower(): v for k, v in headers.items()}
-    auth = lowered.get("authorization", "")
+    if isinstance(headers, Headers):  # names looked up ignoring case without copying; a repeated header: the last
+        auth, api_key = [(v[-1] if v else None) for v in map(headers.getlist, ("authorization", "x-api-key"))]
+    else:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        auth, api_key = lowered.get("authorization"), lowered.get("x-api-key")
+    auth = auth or ""
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None
-    return (lowered.get("x-api-key") or "").strip() or None
+    return (api_key or "").strip() or None
+
+
+def _identity(key: KeyView | None, fallback_agent: str, fallback_role: KeyRole) -> Identity:
+    if key is None:
+        return Identity(fallback_agent, fallback_role, by_key=False)
+    return Identity(key.agent, key.role, by_key=True)
+
+
+def identify(ledger: Ledger, api_key: str | None, fallback_agent: str, *, fallback_role: KeyRole = "admin") -> Identity:
+    """Resolve the caller presenting ``api_key`` (``None``: no key) against the key ring caught up with the log
+    now (one indexed read), or raise :class:`ledger.errors.Unauthorized` with what to send instead.
+
+    Without keys the caller is ``fallback_agent`` in ``fallback_role`` (REST: the person at this machine, an
+    administrator; MCP: an agent)."""
+    return _identity(ledger.identify(api_key), fallback_agent, fallback_role)
+
+
+def proven_for_request(scope: Mapping[str, object] | None) -> Identity | None:
+    """The identity the HTTP front end proved for this request, if it did (see :data:`SCOPE_KEY`)."""
+    proven = scope.get(SCOPE_KEY) if scope is not None else None
+    return proven if isinstance(proven, Identity) else None
 
 
 def identity_from_headers(
     ledger: Ledger, headers: Mapping[str, str], fallback_agent: str, *, fallback_role: KeyRole = "admin"
 ) -> Identity:
-    """Resolve the caller, or raise :class:`ledger.errors.Unauthorized` with what to send instead.
+    """:func:`identify` with the key taken from the request headers."""
+    return identify(ledger, key_from_headers(headers), fallback_agent, fallback_role=fallback_role)
 
-    Without keys the caller is ``fallback_agent`` in ``fallback_role`` (REST: the person at this machine, an
-    administrator; MCP: an agent)."""
-    key = ledger.identify(key_from_headers(headers))
-    if key is None:
-        return Identity(fallback_agent, fallback_role, by_key=False)
-    return Identity(key.agent, key.role, by_key=True)
+
+def identify_provisionally(
+    ring: KeyRing, api_key: str | None, fallback_agent: str, *, fallback_role: KeyRole = "admin"
+) -> Identity:
+    """:func:`identify` against a key ring already in hand (no database read). The ring may be behind the log, so
+    the answer is provisional: a refusal must be confirmed, and an acceptance resolved again, with
+    :func:`identify`."""
+    return _identity(keys.identify(ring, api_key), fallback_agent, fallback_role)

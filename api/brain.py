@@ -105,21 +105,25 @@ def router() -> APIRouter:
     routes = APIRouter(prefix="/api/v1", tags=["brain"])
 
     @routes.post("/memory", response_model=BrainAnswer)
-    def memory(body: BrainRequest, request: Request, who: Caller) -> Any:
+    async def memory(body: BrainRequest, request: Request, who: Caller) -> Any:
         """Retrieve related thoughts; a declarative statement of more than 50 characters is also stored."""
         ledger: Ledger = request.app.state.ledger
-        actor, ignored = brain_actor(ledger, who, body.agent_id)
-        answer = brain_service.ask(
-            ledger,
-            actor,
-            body.prompt,
-            context=body.context,
-            session_id=body.session_id,
-            agent_name=body.agent_name,
-        )
-        if ignored:
-            answer.trace.agent_id_ignored = True
-        return answer
+
+        def ask(caller: Actor) -> BrainAnswer:
+            actor, ignored = brain_actor(ledger, caller, body.agent_id)
+            answer = brain_service.ask(
+                ledger,
+                actor,
+                body.prompt,
+                context=body.context,
+                session_id=body.session_id,
+                agent_name=body.agent_name,
+            )
+            if ignored:
+                answer.trace.agent_id_ignored = True
+            return answer
+
+        return await who.run(ask)
 
     @routes.get("/health", response_model=BrainHealth, responses={503: {"model": BrainHealth}})
     def health(request: Request) -> Any:

@@ -18,7 +18,7 @@ from api.rest import Caller
 from api.settings import Settings
 from ledger import checkpoints, signing
 from ledger.errors import LedgerError, NotFound
-from ledger.service import Ledger
+from ledger.service import Actor, Ledger
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -64,20 +64,24 @@ def router(ledger: Ledger, settings: Settings) -> APIRouter:
     log_file = checkpoints.CheckpointLog(settings.checkpoint_path)
 
     @routes.get("/checkpoints/latest", response_model=CheckpointDocument)
-    def latest_checkpoint(_who: Caller) -> Any:
+    async def latest_checkpoint(who: Caller) -> Any:
         """The newest checkpoint the server wrote (keep copies elsewhere; `verify --checkpoint` checks them)."""
-        latest = log_file.latest()
-        if latest is None:
-            raise NotFound(
-                "no checkpoint has been written yet",
-                "serve writes one at start when the log has events; or run `compliance-ledger checkpoint`",
-            )
-        return latest.document()
+
+        def latest(_actor: Actor) -> Any:
+            found = log_file.latest()
+            if found is None:
+                raise NotFound(
+                    "no checkpoint has been written yet",
+                    "serve writes one at start when the log has events; or run `compliance-ledger checkpoint`",
+                )
+            return found.document()
+
+        return await who.run(latest)
 
     @routes.get("/keys/public", response_model=PublicKeyDocument)
-    def public_key(_who: Caller) -> Any:
+    async def public_key(who: Caller) -> Any:
         """The public key that checks receipts and checkpoints offline."""
-        return signing.public_key_document(ledger.public_key())
+        return await who.run(lambda _actor: signing.public_key_document(ledger.public_key()))
 
     return routes
 

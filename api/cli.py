@@ -504,7 +504,10 @@ def serve(
                 "[bold]warning:[/bold] CORS without API keys lets any allowed web page in this machine's browser act "
                 f"as {settings.agent!r}; create a key with `compliance-ledger keys add --agent NAME`"
             )
-    uvicorn.run(build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning")
+    # No access log: at log level warning its lines are never printed, but uvicorn would still format each one.
+    uvicorn.run(
+        build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning", access_log=False
+    )
 
 
 # --- audit ----------------------------------------------------------------------------------------------

@@ -27,15 +27,15 @@ def router() -> APIRouter:
     api = APIRouter(prefix="/admin/keys", tags=["admin"])
 
     @api.get("", response_model=list[ApiKeyInfo])
-    def list_keys(who: Caller, request: Request) -> Any:
+    async def list_keys(who: Caller, request: Request) -> Any:
         """Every key ever issued: id, agent, role, when and by whom it was issued and revoked."""
         ledger: Ledger = request.app.state.ledger
-        return ledger.api_key_list(who)
+        return await who.run(ledger.api_key_list)
 
     @api.post("/{key_id}/revoke", response_model=ApiKeyInfo)
-    def revoke(key_id: str, who: Caller, request: Request, body: Revoke | None = None) -> Any:
+    async def revoke(key_id: str, who: Caller, request: Request, body: Revoke | None = None) -> Any:
         """Revoke a key: every node refuses it from its next request on."""
         ledger: Ledger = request.app.state.ledger
-        return ledger.revoke_api_key(who, key_id, body.reason if body else None)
+        return await who.run(lambda actor: ledger.revoke_api_key(actor, key_id, body.reason if body else None))
 
     return api

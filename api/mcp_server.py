@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, model_validator
 
-from api.auth import identity_from_headers
+from api.auth import identity_from_headers, proven_for_request
 from ledger import gate
 from ledger.errors import LedgerError, SessionLocked, StoreBusy, StoreUnavailable
 from ledger.recall import MAX_TOP_K
@@ -181,6 +181,9 @@ def build_mcp(
     def actor(ctx: Context) -> Actor:
         if agent:
             return Actor(agent, "mcp")
+        proven = proven_for_request(getattr(ctx.request_context.request, "scope", None))
+        if proven is not None:  # the HTTP front end resolved this very request's key a moment ago
+            return proven.actor("mcp")
         headers: Mapping[str, str] = ctx.headers or {}
         # Without keys an MCP caller is an agent (never the administrator); with one, the key's agent and role.
         who = _ledger_call(lambda: identity_from_headers(ledger, headers, fallback_agent, fallback_role="agent"))

@@ -196,17 +196,22 @@ def router(ledger: Ledger) -> APIRouter:
         response_class=Response,
         responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text exposition format 0.0.4"}},
     )
-    def metrics(who: Caller) -> Response:
-        access.require_overview(who, "the metrics")
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE)
+    async def metrics(who: Caller) -> Response:
+        def exposition(actor: Actor) -> bytes:
+            access.require_overview(actor, "the metrics")
+            return generate_latest(registry)  # the collector reads the log: in the request's worker thread
+
+        return Response(await who.run(exposition), media_type=CONTENT_TYPE)
 
     @api.get("/reports/enforcement", response_model=EnforcementReport, tags=["reports"])
-    def report(
+    async def report(
         who: Caller,
         agent: str | None = None,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        return enforcement_report(ledger, access.report_agent(who, agent), as_of=as_of, position=position)
+        return await who.run(
+            lambda actor: enforcement_report(ledger, access.report_agent(actor, agent), as_of=as_of, position=position)
+        )
 
     return api

@@ -6,10 +6,10 @@ Errors are always ``{"error": {"code", "message", "hint"}}`` with the right stat
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.auth import identity_from_headers
+from api.auth import SCOPE_KEY, identify, identify_provisionally, identity_from_headers, key_from_headers
 from api.mcp_server import build_mcp
 from api.params import AsOf, Position
 from api.render import event_dict
@@ -51,6 +51,7 @@ from ledger.text import HINT as TEXT_HINT
 from ledger.text import find_bad_text, printable
 
 MAX_EVENTS_PAGE = 1000
+T = TypeVar("T")
 
 
 def error_body(code: str, message: str, hint: str = "") -> dict[str, Any]:
@@ -69,11 +70,10 @@ async def refuse_unstorable_text(request: Request) -> None:
             found = find_bad_text({name: value})
             if found is not None:
                 raise InvalidInput(found.message(where), TEXT_HINT)
-    body = await request.body()
-    if not body:
+    if not await request.body():
         return
     try:
-        data = json.loads(body)
+        data = await request.json()  # parsed once: FastAPI's body parameter reads the same cached value
     except ValueError:
         return  # FastAPI answers malformed JSON itself
     found = find_bad_text(data)
@@ -159,7 +159,8 @@ class Health(BaseModel):
 
 
 class _McpEndpoint:
-    """Serve MCP at exactly ``/mcp`` (no redirect) and refuse unknown API keys before MCP sees them."""
+    """Serve MCP at exactly ``/mcp`` (no redirect) and refuse unknown API keys before MCP sees them; the identity
+    proved here travels with the request to the tool it calls (``api.auth.SCOPE_KEY``), read once."""
 
     def __init__(self, app: ASGIApp, ledger: Ledger, fallback_agent: str) -> None:
         self.app = app
@@ -172,7 +173,11 @@ class _McpEndpoint:
                 scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/"}
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
             try:  # the key check reads the store: off the event loop, like every other database call
-                await anyio.to_thread.run_sync(identity_from_headers, self.ledger, headers, self.fallback_agent)
+                # Without keys an MCP caller is an agent (never the administrator).
+                identity = await anyio.to_thread.run_sync(
+                    lambda: identity_from_headers(self.ledger, headers, self.fallback_agent, fallback_role="agent")
+                )
+                scope = {**scope, SCOPE_KEY: identity}
             except StoreUnavailable:
                 pass  # every tool needs the store and fails closed on its own, with guidance
             except LedgerError as exc:
@@ -184,24 +189,71 @@ class _McpEndpoint:
 READING_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def reading_actor(request: Request) -> Actor:
-    """The caller, resolved from the API key (or the local agent, an administrator, when no key exists)."""
+@dataclass(frozen=True)
+class Credential:
+    """A request's caller as presented (its API key, or none), and whether the route changes state.
+
+    A route does all its database work, the caller's identity included, in one worker thread with :meth:`run`:
+    one thread hop per request and no database call on the event loop. :meth:`run` resolves the caller against
+    the key ring caught up with the log in that thread, so a key revoked by any process a moment ago is refused
+    there, before the route's work starts. The :data:`Caller` dependency has already refused, before the body is
+    looked at, a caller that the process's cached key ring refuses (confirmed against the log first, as the cache
+    may be behind): an unknown or revoked key is a 401 and an auditor on a route that writes a 403, whatever it
+    sent.
+    """
+
+    ledger: Ledger
+    api_key: str | None
+    fallback_agent: str
+    writes: bool
+
+    def actor(self) -> Actor:
+        """The caller now (reads the log: call it off the event loop); raises Unauthorized or Forbidden."""
+        actor = identify(self.ledger, self.api_key, self.fallback_agent).actor("rest")
+        if self.writes:  # a read-only role (auditor) is refused here, as the service would refuse its append
+            access.require_writer(actor)
+        return actor
+
+    def refused_by_cache(self) -> bool:
+        """Whether the key ring this process last read refuses the caller (no database read); ``True`` too when
+        this process never read the ring, so that the answer comes from the log."""
+        ring = self.ledger.known_key_ring()
+        if ring is None:
+            return True
+        try:
+            actor = identify_provisionally(ring, self.api_key, self.fallback_agent).actor("rest")
+            if self.writes:
+                access.require_writer(actor)
+        except LedgerError:
+            return True
+        return False
+
+    async def run(self, work: Callable[[Actor], T]) -> T:
+        """Resolve the caller and do ``work`` as them, in one worker thread."""
+        return await anyio.to_thread.run_sync(lambda: work(self.actor()))
+
+
+async def _credential(request: Request, writes: bool) -> Credential:
     settings: Settings = request.app.state.settings
-    return identity_from_headers(request.app.state.ledger, request.headers, settings.agent).actor("rest")
+    caller = Credential(request.app.state.ledger, key_from_headers(request.headers), settings.agent, writes)
+    if caller.refused_by_cache():
+        await anyio.to_thread.run_sync(caller.actor)  # raises the 401/403 unless the log knows better
+    return caller
 
 
-def current_actor(request: Request) -> Actor:
-    """The caller of any route; on a route that changes state (not GET) a read-only role (auditor) is refused
-    here, before the route runs, as the service would refuse its append."""
-    actor = reading_actor(request)
-    if request.method not in READING_METHODS:
-        access.require_writer(actor)
-    return actor
+async def current_caller(request: Request) -> Credential:
+    """The caller of any route (the local agent, an administrator, while no API key exists); on a route that
+    changes state (not GET) a read-only role (auditor) is refused."""
+    return await _credential(request, request.method not in READING_METHODS)
 
 
-Caller = Annotated[Actor, Depends(current_actor)]
-# For the few POST routes that only read (POST /stamps/verify): an auditor may call them.
-Reader = Annotated[Actor, Depends(reading_actor)]
+async def reading_caller(request: Request) -> Credential:
+    """The caller of a POST route that only reads (``POST /stamps/verify``): an auditor may call it."""
+    return await _credential(request, False)
+
+
+Caller = Annotated[Credential, Depends(current_caller)]
+Reader = Annotated[Credential, Depends(reading_caller)]
 
 
 def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
@@ -273,21 +325,23 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         )
 
     @app.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED, tags=["sessions"])
-    def clock_in(body: ClockIn, who: Caller) -> Any:
-        return ledger.clock_in(who, body.role, body.working_dir, body.focus)
+    async def clock_in(body: ClockIn, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.clock_in(actor, body.role, body.working_dir, body.focus))
 
     @app.post("/sessions/{session_id}/clock-out", response_model=SessionInfo, tags=["sessions"])
-    def clock_out(session_id: str, who: Caller) -> Any:
-        return ledger.clock_out(who, session_id)
+    async def clock_out(session_id: str, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.clock_out(actor, session_id))
 
     @app.get("/sessions/{session_id}", response_model=SessionState, tags=["sessions"])
-    def session_state(
+    async def session_state(
         session_id: str,
         who: Caller,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        return ledger.session_state(session_id, as_of=as_of, position=position, viewer=who)
+        return await who.run(
+            lambda actor: ledger.session_state(session_id, as_of=as_of, position=position, viewer=actor)
+        )
 
     @app.post(
         "/memory/blocks",
@@ -295,14 +349,16 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         tags=["memory"],
         responses={201: {"model": RememberResult, "description": "stored as a new block (200: a duplicate)"}},
     )
-    def remember(body: Remember, who: Caller) -> Any:
-        result = ledger.remember(who, body.content, body.tags, body.session_id, body.category)
+    async def remember(body: Remember, who: Caller) -> Any:
+        result = await who.run(
+            lambda actor: ledger.remember(actor, body.content, body.tags, body.session_id, body.category)
+        )
         code = status.HTTP_201_CREATED if result.status == "created" else status.HTTP_200_OK
         return JSONResponse(result.model_dump(mode="json"), status_code=code)
 
     @app.get("/memory/blocks", response_model=BlockList, tags=["memory"])
-    def memory_blocks(
-        _who: Caller,
+    async def memory_blocks(
+        who: Caller,
         tag: str | None = Query(None, description="a tag, or a prefix ending in '/' such as project/"),
         tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
         archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
@@ -310,53 +366,59 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         position: Position = None,
         limit: int = Query(100, ge=1, le=memory.MAX_LIMIT),
     ) -> Any:
-        return ledger.memory_blocks(
-            tag=tag, tier=tier, archived=_archived(archived), as_of=as_of, position=position, limit=limit
+        return await who.run(
+            lambda _actor: ledger.memory_blocks(
+                tag=tag, tier=tier, archived=_archived(archived), as_of=as_of, position=position, limit=limit
+            )
         )
 
     @app.get("/memory/blocks/{block_id}", response_model=BlockDetail, tags=["memory"])
-    def memory_block(
+    async def memory_block(
         block_id: str,
-        _who: Caller,
+        who: Caller,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        return ledger.memory_block(block_id, as_of=as_of, position=position)
+        return await who.run(lambda _actor: ledger.memory_block(block_id, as_of=as_of, position=position))
 
     @app.post("/memory/recall", response_model=RecallResult, tags=["memory"])
-    def recall(body: Recall, who: Caller) -> Any:
-        return ledger.recall(who, body.query, body.frame, body.top_k, body.session_id)
+    async def recall(body: Recall, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.recall(actor, body.query, body.frame, body.top_k, body.session_id))
 
     @app.post("/memory/curate", response_model=CurateResult, tags=["memory"])
-    def curate(who: Caller) -> Any:
-        return ledger.curate(who)
+    async def curate(who: Caller) -> Any:
+        return await who.run(ledger.curate)
 
     @app.post("/memory/outcome", response_model=OutcomeResult, tags=["memory"])
-    def outcome(body: Outcome, who: Caller) -> Any:
-        return ledger.outcome(who, body.block_ids, body.signal, body.session_id, body.note)
+    async def outcome(body: Outcome, who: Caller) -> Any:
+        return await who.run(
+            lambda actor: ledger.outcome(actor, body.block_ids, body.signal, body.session_id, body.note)
+        )
 
     @app.post("/memory/search", response_model=SearchResult, tags=["memory"])
-    def search(body: Search, who: Caller) -> Any:
-        return ledger.search(who, body.session_id, body.query, body.limit)
+    async def search(body: Search, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.search(actor, body.session_id, body.query, body.limit))
 
     @app.post("/compliance/assert", response_model=AssertResult, tags=["gate"])
-    def assert_compliance(body: AssertCompliance, who: Caller) -> Any:
-        return ledger.assert_compliance(who, body.session_id, body.request_id)
+    async def assert_compliance(body: AssertCompliance, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.assert_compliance(actor, body.session_id, body.request_id))
 
     @app.post("/stamps/verify", response_model=StampVerification, tags=["gate"])
-    def verify_stamp(body: VerifyStamp, _who: Reader) -> Any:
-        return ledger.verify_stamp(body.receipt)
+    async def verify_stamp(body: VerifyStamp, who: Reader) -> Any:
+        return await who.run(lambda _actor: ledger.verify_stamp(body.receipt))
 
     @app.post("/anchors", response_model=AnchorResult, tags=["anchor"])
-    def odyssean_anchor(body: Anchor, who: Caller) -> Any:
-        return ledger.anchor(who, body.session_id, body.role, body.proof_candidate, body.tier)
+    async def odyssean_anchor(body: Anchor, who: Caller) -> Any:
+        return await who.run(
+            lambda actor: ledger.anchor(actor, body.session_id, body.role, body.proof_candidate, body.tier)
+        )
 
     @app.post("/admin/sessions/{session_id}/anchor/unlock", response_model=SessionState, tags=["admin"])
-    def unlock_anchor(session_id: str, body: Unlock, who: Caller) -> Any:
-        return ledger.unlock_anchor(who, session_id, body.reason)
+    async def unlock_anchor(session_id: str, body: Unlock, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.unlock_anchor(actor, session_id, body.reason))
 
     @app.get("/events", response_model=EventsPage, tags=["audit"])
-    def events(
+    async def events(
         who: Caller,
         stream: str | None = None,
         type: str | None = None,
@@ -364,17 +426,23 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         limit: int = Query(100, ge=1, le=MAX_EVENTS_PAGE),
     ) -> Any:
         """The log in position order; an agent key sees only the events recorded for it."""
-        rows, next_after = ledger.events_page(who, after=after, limit=limit, stream=stream, event_type=type)
-        return EventsPage(events=[event_dict(r) for r in rows], next_after=next_after)
+
+        def page(actor: Actor) -> EventsPage:
+            rows, next_after = ledger.events_page(actor, after=after, limit=limit, stream=stream, event_type=type)
+            return EventsPage(events=[event_dict(r) for r in rows], next_after=next_after)
+
+        return await who.run(page)
 
     @app.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
-    def compliance_report(
+    async def compliance_report(
         who: Caller,
         agent: str | None = None,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        return ledger.compliance_report(agent, as_of=as_of, position=position, viewer=who)
+        return await who.run(
+            lambda actor: ledger.compliance_report(agent, as_of=as_of, position=position, viewer=actor)
+        )
 
     from api import brain, keys, metrics, tasks  # their routes use this module's Caller
     from api.cors import ScopedCors

@@ -110,43 +110,52 @@ def router() -> APIRouter:
     api = APIRouter(tags=["tasks"])
 
     @api.post("/tasks", response_model=TaskInfo, status_code=status.HTTP_201_CREATED)
-    def create(body: CreateTask, who: Caller, request: Request) -> Any:
-        return _ledger(request).task_create(
-            who,
-            body.task_id,
-            body.title,
-            task_type=body.task_type,
-            role=body.role,
-            status=body.status,
-            dna=body.dna,
+    async def create(body: CreateTask, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(
+            lambda actor: ledger.task_create(
+                actor,
+                body.task_id,
+                body.title,
+                task_type=body.task_type,
+                role=body.role,
+                status=body.status,
+                dna=body.dna,
+            )
         )
 
     @api.get("/tasks", response_model=list[TaskInfo])
-    def list_tasks(
+    async def list_tasks(
         who: Caller,
         request: Request,
         status: str | None = None,
         role: str | None = None,
         task_type: str | None = None,
     ) -> Any:
-        return _ledger(request).task_list(status=status, role=role, task_type=task_type, viewer=who)
+        ledger = _ledger(request)
+        return await who.run(
+            lambda actor: ledger.task_list(status=status, role=role, task_type=task_type, viewer=actor)
+        )
 
     @api.get("/tasks/{task_id}", response_model=TaskInfo)
-    def get(
+    async def get(
         task_id: str,
         who: Caller,
         request: Request,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        return _ledger(request).task_get(task_id, as_of=as_of, position=position, viewer=who)
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_get(task_id, as_of=as_of, position=position, viewer=actor))
 
     @api.patch("/tasks/{task_id}/dna", response_model=TaskInfo)
-    def update_dna(task_id: str, body: UpdateDna, who: Caller, request: Request) -> Any:
-        return _ledger(request).task_update_dna(who, task_id, body.set, body.remove)
+    async def update_dna(task_id: str, body: UpdateDna, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_update_dna(actor, task_id, body.set, body.remove))
 
     @api.post("/tasks/{task_id}/transitions", response_model=TransitionResult)
-    def transition(task_id: str, body: Transition, who: Caller, request: Request) -> Any:
-        return _ledger(request).task_transition(who, task_id, body.to_status, body.session_id)
+    async def transition(task_id: str, body: Transition, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_transition(actor, task_id, body.to_status, body.session_id))
 
     return api

@@ -1,8 +1,12 @@
 """API key handlers: issue, list, revoke, rotate, and identify the caller of every HTTP request.
 
 Every request asks :meth:`KeyCommands.identify`, which catches a cached fold of the ``apikeys`` stream up with
-whatever was appended since (``load_stream(stream, after_version)``: one indexed query), so a key revoked by
-another process or node is refused on the very next request anywhere.
+whatever was appended since (``load_stream(stream, after_version)``: one indexed query that finds nothing while
+no key changed), so a key revoked by another process or node is refused on the very next request anywhere. The
+cache is validated by the stream's version in the log on every call, never by time.
+
+:meth:`KeyCommands.known_key_ring` hands out the cached fold without reading anything, for an adapter's early,
+provisional answer (a refusal before the request body is looked at); it never replaces ``identify``.
 """
 
 from __future__ import annotations
@@ -26,18 +30,26 @@ class KeyCommands(LedgerBase):
 
     _key_ring: KeyRing = field(default_factory=KeyRing)
     _key_ring_lock: threading.Lock = field(default_factory=threading.Lock)
+    _key_ring_read: bool = False  # whether _key_ring was ever caught up with the log
 
     def key_ring(self) -> KeyRing:
         """Every key ever issued, caught up with the log now (cached; only new events are read)."""
         ring = self._key_ring
         state = self.store.load_stream(API_KEYS_STREAM, ring.version)
         if state.version == ring.version:
+            self._key_ring_read = True
             return ring
         ring = key_proj.advance(ring, state.events, state.version)
         with self._key_ring_lock:
             if self._key_ring.version < ring.version:
                 self._key_ring = ring
+            self._key_ring_read = True
         return ring
+
+    def known_key_ring(self) -> KeyRing | None:
+        """The key ring as this process last read it (no database read; ``None`` before the first read). It may
+        be behind the log: good for a provisional answer only, to be confirmed with :meth:`identify`."""
+        return self._key_ring if self._key_ring_read else None
 
     def identify(self, api_key: str | None) -> KeyView | None:
         """The live key presented by a caller; ``None`` while no key was ever issued. Raises ``Unauthorized``."""

@@ -631,6 +631,11 @@ class SqlEventStore:
             finally:
                 conn.close()  # the pool rolls back whatever read transaction the driver opened
 
+    def read_cursor(self) -> contextlib.AbstractContextManager[Any]:
+        """A DBAPI cursor on a pooled connection for reads (derived read models use it too); driver errors are
+        translated into the ledger's own."""
+        return self._read_cursor()
+
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
         """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
         records = self._select("stream = ? AND version > ?", (stream, after_version), order="version")

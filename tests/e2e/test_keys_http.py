@@ -58,6 +58,47 @@ def test_a_key_revoked_through_one_server_is_refused_by_another_on_its_next_requ
     assert (alice_row["reason"], alice_row["revoked_by"]) == ("token leaked in a log", "boss")
 
 
+def test_a_key_revoked_between_a_search_and_its_assert_is_refused_at_the_assert_and_nothing_is_recorded(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
+    # The serving node's key ring is cached (it has just accepted alice); the revocation comes from another node
+    # sharing the database, and the very next request must see it.
+    node_a, node_b = make_ledger(db_url), make_ledger(db_url)
+    alice = node_a.issue_api_key(OPERATOR, "alice")
+    with running(node_a, Settings(home=tmp_path)) as a, httpx.Client(base_url=a, timeout=HTTP_TIMEOUT) as http:
+        sid = http.post("/sessions", json={"role": "dev"}, headers=bearer(alice.api_key)).json()["session_id"]
+        searched = http.post(
+            "/memory/search", json={"session_id": sid, "query": "schema"}, headers=bearer(alice.api_key)
+        )
+        node_b.revoke_api_key(OPERATOR, alice.key_id, "laptop stolen")
+        head = node_a.store.head()
+        refused = http.post("/compliance/assert", json={"session_id": sid}, headers=bearer(alice.api_key))
+        again = http.post("/memory/search", json={"session_id": sid, "query": "x"}, headers=bearer(alice.api_key))
+        listed = http.get(f"/sessions/{sid}", headers=bearer(alice.api_key))
+    assert searched.status_code == 200
+    for answer in (refused, again, listed):
+        assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]
+    assert node_a.store.head() == head
+
+
+def test_a_key_issued_by_another_node_works_on_its_first_request_and_an_unknown_key_is_a_401_before_the_body(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
+    node_a, node_b = make_ledger(db_url), make_ledger(db_url)
+    node_a.issue_api_key(OPERATOR, "alice")
+    with running(node_a, Settings(home=tmp_path)) as a, httpx.Client(base_url=a, timeout=HTTP_TIMEOUT) as http:
+        unknown = http.post("/sessions", json={"role": "dev"}, headers=bearer("clk_not-a-key"))
+        carol = node_b.issue_api_key(OPERATOR, "carol")  # after node A's key ring was read
+        first = http.post("/sessions", json={"role": "dev"}, headers=bearer(carol.api_key))
+        malformed = http.post("/memory/search", json={"unexpected": 1}, headers=bearer("clk_not-a-key"))
+        no_key = http.post("/memory/search", json={"unexpected": 1})
+        invalid = http.post("/memory/search", json={"unexpected": 1}, headers=bearer(carol.api_key))
+    assert unknown.status_code == 401 and "not known" in unknown.json()["error"]["message"]
+    assert first.status_code == 201 and first.json()["agent"] == "carol"
+    assert malformed.status_code == 401 and no_key.status_code == 401
+    assert invalid.status_code == 422
+
+
 def test_a_key_revoked_from_the_cli_is_refused_by_a_running_serve_process(
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:

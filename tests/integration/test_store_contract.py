@@ -808,6 +808,40 @@ def bounded_index(store: SqlEventStore, rank_at_most: int) -> SearchIndex:
     return index
 
 
+def test_on_sqlite_the_ranking_equals_one_order_by_score_then_block_id_with_ties_at_every_cut(
+    sqlite_url: str,
+) -> None:
+    # Search scores the matches from the index alone and reads text only for the rows it returns; the answer must
+    # be what one ``ORDER BY score DESC, block_id LIMIT n`` gives, ties at the cut included. Notes drawn from a few
+    # words have many equal scores, so most cuts fall inside a tie.
+    engine = make_engine(sqlite_url)
+    store = SqlEventStore(engine)
+    store.create_schema()
+    words = ["hash", "chain", "token", "replay", "anchor"]
+    for i in range(120):
+        text = " ".join(words[(i * 7 + j * (i % 3 + 1)) % len(words)] for j in range(4 + i % 5))
+        remember(store, f"note {i}: {text}", ["project/db" if i % 4 == 0 else "ops"])
+    index = SearchIndex(store, rank_at_most=1000)  # no cap here: it is tested below
+    index.create_schema()
+    index.catch_up()
+    reference = (
+        "SELECT block_id, content, tags_json, -bm25(memory_fts) AS score FROM memory_fts "
+        "WHERE memory_fts MATCH ?{tag} ORDER BY score DESC, block_id LIMIT ?"
+    )
+    compared = 0
+    with engine.connect() as conn:
+        for query, tag in itertools.product(["hash", "chain token", "anchor replay hash", "note"], [None, "project/"]):
+            match = " OR ".join(f'"{w}"' for w in query.split())
+            for limit in (1, 3, 5, 10, 200):
+                sql = reference.format(tag="" if tag is None else " AND tags_json LIKE '%\"project/%'")
+                expected = [(r[0], r[1], r[3]) for r in conn.exec_driver_sql(sql, (match, limit)).fetchall()]
+                got = [(h.block_id, h.content, h.score) for h in index.search(query, limit, tag_prefix=tag)]
+                assert got == expected, (query, tag, limit)
+                compared += 1
+    engine.dispose()
+    assert compared >= 30
+
+
 def test_a_common_word_is_not_ranked_when_the_query_has_words_that_matter(store: SqlEventStore) -> None:
     index = bounded_index(store, rank_at_most=3)
     hits = index.search("deploy checklist", 10)
