@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as _dt
+import functools
+import json
 import sqlite3
 import sys
 import threading
@@ -309,6 +311,48 @@ def _copy_error(exc: BaseException) -> BaseException:
     return twin
 
 
+def _held_lock() -> Any:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+# Rows per multi-row INSERT on SQLite: 10 parameters a row stays under the oldest SQLite's 999-parameter limit,
+# and statement texts of 1..64 rows stay within the driver's statement cache.
+_INSERT_CHUNK = 64
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _insert_rows_sql(rows: int) -> str:
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO events ({_COLUMNS}) VALUES {values}"
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _guarded_insert_sql(rows: int) -> str:
+    """Insert ``rows`` only if the head's hash is still the parameter after the rows (NULL: an empty ledger) and
+    every stream of the JSON object after that is still at its version (each check an index probe)."""
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return (
+        f"INSERT INTO events ({_COLUMNS}) SELECT * FROM (VALUES {values}) WHERE "
+        "(SELECT hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) IS ? AND NOT EXISTS "
+        "(SELECT 1 FROM json_each(?) AS expected WHERE expected.value IS NOT COALESCE((SELECT version FROM events "
+        "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0)) ORDER BY 1"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _versions_and_head_sql(streams: int) -> str:
+    """One statement for a group: a row per stream (name, version) and the head's row (NULL, position, hash,
+    recorded_at), each an index probe."""
+    head = (
+        "SELECT NULL, position, hash, recorded_at FROM (SELECT position, hash, recorded_at FROM events "
+        "WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head"
+    )
+    versions = [f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0), NULL, NULL" for _ in range(streams)]
+    return " UNION ALL ".join([head, *versions])
+
+
 class _MemberRefused(Exception):
     """The database refused a row of a group written at once: write the group again, one member at a time."""
 
@@ -328,16 +372,19 @@ class _Pending:
     meta: dict[str, Any]
     meta_json: str
     rows: list[tuple[Any, ...]] | None = None
-    recorded_at: str = ""
+    recorded_at: _dt.datetime | None = None
     error: BaseException | None = None
     done: bool = False
+    # Held while the append waits in the queue; the leader releases it when the append is done or leads next.
+    # One lock per waiter wakes exactly that thread (a shared condition woke every waiter for every group).
+    wake: Any = None
 
     def outcome(self) -> list[RecordedEvent]:
         if self.error is not None:
             raise self.error
-        assert self.rows is not None
+        assert self.rows is not None and self.recorded_at is not None
         # Build the result from the typed events already in hand instead of decoding the rows again.
-        at = parse_ts(self.recorded_at)
+        at = self.recorded_at
         meta = MappingProxyType(dict(self.meta))
         return [
             RecordedEvent(r[0], self.stream, r[2], at, meta, e, r[9])
@@ -350,9 +397,10 @@ class SqlEventStore:
 
     Appends from threads of one process share transactions (**group commit**): the first caller to find no
     commit in progress leads, takes the write lock once and writes every append queued by then, each checked
-    against its own ``expected_version`` and chained after the one before it, then commits once (one fsync)
-    and hands the results out; the others wait for theirs. A lost race or a refused row fails that append
-    alone (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
+    against its own ``expected_version`` and chained after the one before it, then commits once (one fsync),
+    wakes each member of the group and hands the lead to the first append that queued meanwhile (which takes
+    all that queued while this group was being written). A lost race or a refused row fails that append alone
+    (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
     """
 
     def __init__(
@@ -371,9 +419,13 @@ class SqlEventStore:
         self.dialect = engine.dialect.name
         self._clock = clock
         self._ph = "?" if self.dialect == "sqlite" else "%s"
-        self._queue: list[_Pending] = []
-        self._group = threading.Condition()
-        self._leading = False
+        self._insert_one = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        self._queue: list[_Pending] = []  # appends waiting for a group commit, in arrival order
+        self._mutex = threading.Lock()  # guards _queue and _leading (held for list operations only)
+        self._leading = False  # a thread is writing a group; while it is, new appends queue behind it
+        # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
+        # None when unknown. Only the leader reads or sets it.
+        self._head: tuple[int, str, str] | None = None
 
     # --- schema ---------------------------------------------------------------------------------------
 
@@ -489,28 +541,46 @@ class SqlEventStore:
         """
         if not events:
             return []
+        # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
         pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
-        with self._group:
+        with self._mutex:
             self._queue.append(pending)
-            while not pending.done and self._leading:
-                self._group.wait()
+            lead = not self._leading
+            if lead:
+                self._leading = True
+            else:
+                pending.wake = _held_lock()
+        if not lead:
+            pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
             if pending.done:
                 return pending.outcome()
-            self._leading = True
-        try:
-            while not pending.done:
-                with self._group:
-                    group = self._queue[: self.group_limit]
-                    del self._queue[: self.group_limit]
-                self._commit_group(group)
-        finally:
-            with self._group:
-                self._leading = False
-                self._group.notify_all()
+        self._lead()
         return pending.outcome()
 
+    def _lead(self) -> None:
+        """Commit the group at the head of the queue (this thread's append is its first member), then hand the
+        lead to the first append queued meanwhile: it takes everything that arrived while this group was being
+        written and fsynced, so groups grow with the commit time rather than waiting for a timer."""
+        group: list[_Pending] = []
+        try:
+            with self._mutex:
+                group = self._queue[: self.group_limit]
+                del self._queue[: self.group_limit]
+            self._commit_group(group)
+        finally:
+            with self._mutex:
+                successor = self._queue[0] if self._queue else None
+                if successor is None:
+                    self._leading = False
+            for p in group:
+                p.done = True
+                if p.wake is not None:
+                    p.wake.release()
+            if successor is not None:
+                successor.wake.release()  # not done: it leads
+
     def _commit_group(self, group: list[_Pending]) -> None:
-        """Write ``group`` in one transaction; every member ends ``done`` with its rows or its error.
+        """Write ``group`` in one transaction; every member ends with its rows or its error.
 
         The fast path writes every member's rows in one statement. If the database refuses a row (rare: the
         ledger checks what it can before it appends), the transaction is rolled back and the group is written
@@ -518,52 +588,85 @@ class SqlEventStore:
         try:
             try:
                 with self.write_transaction() as cur:
-                    self._write_group(cur, group, one_by_one=False)
+                    head = self._write_group(cur, group, one_by_one=False)
             except _MemberRefused:
+                self._head = None
                 for p in group:
-                    p.rows, p.error = None, None
+                    p.rows, p.error, p.recorded_at = None, None, None
                 with self.write_transaction() as cur:
-                    self._write_group(cur, group, one_by_one=True)
+                    head = self._write_group(cur, group, one_by_one=True)
+            self._head = head
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
             # (each its own copy of the error, as each is raised in its own thread).
+            self._head = None
             for p in group:
                 if p.error is None:
                     p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
-        finally:
-            with self._group:
-                for p in group:
-                    p.done = True
-                self._group.notify_all()
 
     def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
-        """Each stream's version and the chain head: one round trip for one append, two for a group."""
+        """Each stream's version and the chain head, in one round trip (index probes only)."""
         if len(group) == 1:
             cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
             actual, position, digest, last_at = cur.fetchone()
             return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
         streams = sorted({p.stream for p in group})
-        cur.execute(
-            self.sql(" UNION ALL ".join(f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0)" for _ in streams)),
-            [name for stream in streams for name in (stream, stream)],
-        )
-        versions = {stream: int(version) for stream, version in cur.fetchall()}
-        cur.execute("SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1")
-        row = cur.fetchone()
-        return versions, (row[0], row[1], row[2]) if row else (0, GENESIS_HASH, "")
+        cur.execute(self.sql(_versions_and_head_sql(len(streams))), [s for stream in streams for s in (stream, stream)])
+        versions: dict[str, int] = {}
+        head: tuple[int, str, str] = (0, GENESIS_HASH, "")
+        for name, number, digest, last_at in cur.fetchall():
+            if name is None:
+                head = (int(number), digest, last_at)
+            else:
+                versions[name] = int(number)
+        return versions, head
 
-    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> None:
-        insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        versions, head = self._versions_and_head(cur, group)
-        planned: list[tuple[_Pending, list[tuple[Any, ...]], str]] = []
+    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> tuple[int, str, str]:
+        """Chain and insert the rows of every member whose version check passes; return the new head.
+
+        On SQLite, when this store wrote the head it knows (no other writer has appended since, as far as it
+        knows), the group is written without reading anything first: the first insert statement itself checks,
+        inside the transaction, that the head is still that one and every stream is at the version assumed
+        (its first member's ``expected_version``), and inserts nothing otherwise. Then the versions and the
+        head are read and the group is planned again. Either way every check is made under the write lock."""
+        if not one_by_one and self._head is not None and self.dialect == "sqlite":
+            assumed: dict[str, int] = {}
+            for p in group:
+                assumed.setdefault(p.stream, p.expected_version)
+            head = self._plan_and_insert(cur, group, assumed, self._head, one_by_one=False, guarded=True)
+            if head is not None:
+                return head
+        versions, known = self._versions_and_head(cur, group)
+        head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
+        assert head is not None  # an unguarded write inserts or raises
+        return head
+
+    def _plan_and_insert(
+        self,
+        cur: Any,
+        group: list[_Pending],
+        versions: dict[str, int],
+        head: tuple[int, str, str],
+        *,
+        one_by_one: bool,
+        guarded: bool,
+    ) -> tuple[int, str, str] | None:
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them. ``guarded``:
+        ``versions`` and ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member
+        touched) when they no longer hold."""
+        position, prev_hash, last_at = head
+        assumed, versions = versions, dict(versions)
+        # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
+        # so "as of T" is always a prefix of the log.
+        recorded_at = max(format_ts(self._clock()), last_at)
+        planned: list[tuple[_Pending, list[tuple[Any, ...]]]] = []
+        refused: list[tuple[_Pending, BaseException]] = []
+        all_rows: list[tuple[Any, ...]] = []
         for p in group:
             actual = versions[p.stream]
             if actual != p.expected_version:
-                p.error = ConcurrencyError(p.stream, p.expected_version, actual)
+                refused.append((p, ConcurrencyError(p.stream, p.expected_version, actual)))
                 continue
-            position, prev_hash, last_at = head
-            # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
-            recorded_at = max(format_ts(self._clock()), last_at)
             rows = chain_rows(
                 position=position,
                 version=actual,
@@ -576,29 +679,66 @@ class SqlEventStore:
             if one_by_one:
                 try:
                     cur.execute("SAVEPOINT group_member")
-                    cur.executemany(insert, rows)
+                    self._insert(cur, rows)
                     cur.execute("RELEASE SAVEPOINT group_member")
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
                     cur.execute("RELEASE SAVEPOINT group_member")
-                    p.error = classify_driver_error(exc, self.dialect) or exc
+                    refused.append((p, classify_driver_error(exc, self.dialect) or exc))
                     continue
-            planned.append((p, rows, recorded_at))
+            else:
+                all_rows.extend(rows)
+            planned.append((p, rows))
             versions[p.stream] = rows[-1][2]
-            head = (rows[-1][0], rows[-1][9], recorded_at)
-        if not one_by_one and planned:
-            all_rows = [row for _, rows, _ in planned for row in rows]
+            position, prev_hash = rows[-1][0], rows[-1][9]
+        if all_rows:
             try:
-                if len(all_rows) == 1:
-                    cur.execute(insert, all_rows[0])
-                else:
-                    cur.executemany(insert, all_rows)
+                if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
+                    return None
             except Exception as exc:
                 if len(planned) > 1:
                     raise _MemberRefused from exc
                 raise
-        for p, rows, recorded_at in planned:
-            p.rows, p.recorded_at = rows, recorded_at
+        at = parse_ts(recorded_at)
+        for p, rows in planned:
+            p.rows, p.recorded_at = rows, at
+        for p, error in refused:
+            p.error = error
+        return position, prev_hash, recorded_at
+
+    def _insert(
+        self, cur: Any, rows: list[tuple[Any, ...]], guard: tuple[tuple[int, str, str], dict[str, int]] | None = None
+    ) -> bool:
+        """Insert ``rows`` in position order. On SQLite one multi-row statement per chunk: each statement step
+        releases Python's GIL, and under concurrent writers getting it back cost more than the insert itself.
+
+        ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
+        inserts only if they still hold; ``False`` when it inserted nothing."""
+        if guard is not None:
+            (position, digest, _), streams = guard
+            chunk = rows[:_INSERT_CHUNK]
+            cur.execute(
+                _guarded_insert_sql(len(chunk)),
+                [
+                    *(value for row in chunk for value in row),
+                    digest if position else None,
+                    json.dumps(streams),
+                ],
+            )
+            if cur.rowcount != len(chunk):
+                return False
+            rows = rows[_INSERT_CHUNK:]
+        if not rows:
+            return True
+        if len(rows) == 1:
+            cur.execute(self._insert_one, rows[0])
+        elif self.dialect != "sqlite":
+            cur.executemany(self._insert_one, rows)
+        else:
+            for start in range(0, len(rows), _INSERT_CHUNK):
+                chunk = rows[start : start + _INSERT_CHUNK]
+                cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        return True
 
     # --- reading --------------------------------------------------------------------------------------
 

@@ -41,8 +41,14 @@ class HeldFirstTransaction:
     appends are queued behind it, so the next leader takes them as one group; counts transactions; optionally
     fails the group's transaction after its rows were written, before it commits."""
 
-    def __init__(self, store: SqlEventStore, queued: int, fail_group: bool = False) -> None:
-        self.store, self.queued, self.fail_group = store, queued, fail_group
+    def __init__(
+        self,
+        store: SqlEventStore,
+        queued: int,
+        fail_group: bool = False,
+        before_group: Callable[[], object] | None = None,
+    ) -> None:
+        self.store, self.queued, self.fail_group, self.before_group = store, queued, fail_group, before_group
         self.inner = store.write_transaction
         self.transactions = 0
 
@@ -50,6 +56,8 @@ class HeldFirstTransaction:
     def __call__(self, *args: Any) -> Iterator[Any]:
         self.transactions += 1
         number = self.transactions
+        if number == 2 and self.before_group is not None:
+            self.before_group()  # e.g. another writer appends between the leader's commit and the group's
         with self.inner(*args) as cur:
             if number == 1:
                 deadline = time.monotonic() + READY_WAIT
@@ -66,8 +74,9 @@ def race(
     first: tuple[str, int, list[DomainEvent]],
     rest: list[tuple[str, int, list[DomainEvent]]],
     fail_group: bool = False,
+    before_group: Callable[[], object] | None = None,
 ) -> tuple[HeldFirstTransaction, list[Outcome]]:
-    held = HeldFirstTransaction(store, len(rest), fail_group)
+    held = HeldFirstTransaction(store, len(rest), fail_group, before_group)
     store.write_transaction = held  # type: ignore[method-assign]
     outcomes: list[Outcome] = [ValueError("not run")] * (1 + len(rest))
 
@@ -134,6 +143,70 @@ def test_a_group_without_refusals_is_one_transaction(store: SqlEventStore) -> No
     assert held.transactions == 2
     assert all(isinstance(o, list) for o in outcomes)
     assert count_rows(store) == 15 and verify_chain(store.iter_records()).ok
+
+
+def test_a_group_written_without_reading_first_still_checks_every_version_under_the_lock(
+    store: SqlEventStore,
+) -> None:
+    """The leader's commit leaves this store knowing the head, so the group is written straight away (the
+    insert itself checks the head and the versions): one losing member still fails alone, in one transaction."""
+    store.append("session:x", 0, [started("x")], META)
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:dup", 0, [started("dup")]),
+        ("session:dup", 0, [started("dup")]),  # one of the two loses
+        ("session:c", 0, [started("c")]),
+        ("session:c", 1, [searched("c")]),
+        ("session:x", 1, [searched("x")]),
+        ("session:x", 3, [searched("x")]),  # ahead of the stream: loses
+        ("session:x", 0, [searched("x")]),  # behind it: loses
+    ]
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 2
+    assert isinstance(outcomes[0], list)
+    assert sorted(isinstance(o, list) for o in outcomes[1:3]) == [False, True]
+    assert isinstance(outcomes[3], list) and isinstance(outcomes[4], list | ConcurrencyError)
+    assert isinstance(outcomes[5], list)
+    assert isinstance(outcomes[6], ConcurrencyError) and outcomes[6].actual == 2
+    assert isinstance(outcomes[7], ConcurrencyError) and outcomes[7].actual == 2
+    recorded = [r for o in outcomes if isinstance(o, list) for r in o]
+    assert sorted(r.position for r in recorded) == list(range(2, len(recorded) + 2))
+    assert count_rows(store) == len(recorded) + 1 and verify_chain(store.iter_records()).ok
+    head = store.head()
+    for wrong in (7, 1):  # the head is unchanged and known; only the version check can refuse these
+        with pytest.raises(ConcurrencyError) as refused:
+            store.append("session:x", wrong, [searched("x")], META)
+        assert refused.value.actual == 2
+    assert store.head() == head
+    assert store.append("session:x", 2, [searched("x")], META)[0].position == head[0] + 1
+
+
+def test_a_group_after_another_writers_append_reads_the_new_head_and_versions(
+    make_store: StoreFactory,  # noqa: F811
+) -> None:
+    """Another store (another process, say) appends between this store's commits: the head and versions this
+    store remembers are stale, so its group reads them again; the chain extends the real head and a member
+    that the other writer overtook fails alone."""
+    store, other = make_store(), make_store()
+    store.append("session:shared", 0, [started("shared")], META)
+
+    def overtake() -> None:
+        other.append("session:shared", 1, [searched("shared", "other")], META)
+
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:shared", 1, [searched("shared", "mine")]),  # the other store got there first
+        ("session:new", 0, [started("new"), searched("new")]),
+    ]
+    held, outcomes = race(store, first, rest, before_group=overtake)
+    assert held.transactions == 2
+    assert isinstance(outcomes[1], ConcurrencyError) and outcomes[1].actual == 2
+    assert isinstance(outcomes[2], list) and [r.position for r in outcomes[2]] == [4, 5]
+    assert count_rows(store) == 5 and verify_chain(store.iter_records()).ok
+    assert store.append("session:shared", 2, [searched("shared", "again")], META)[0].position == 6
+    other.append("session:other", 0, [started("other")], META)  # and once more behind this store's back
+    assert store.append("session:shared", 3, [searched("shared", "last")], META)[0].position == 8
+    assert verify_chain(store.iter_records()).ok
 
 
 def test_a_group_that_fails_to_commit_records_nothing_and_fails_every_member(store: SqlEventStore) -> None:
