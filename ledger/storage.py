@@ -13,14 +13,23 @@ import copy
 import datetime as _dt
 import functools
 import json
+import os
 import sqlite3
 import sys
 import threading
+import time
+import urllib.parse
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: SQLite's busy handler alone serialises writers there
+    fcntl = None  # type: ignore[assignment]
 
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
@@ -392,6 +401,132 @@ class _Pending:
         ]
 
 
+class _FairFileLock:
+    """The cross-process write lock of one SQLite file: ``flock`` on ``<database>.writelock`` beside it.
+
+    SQLite's own busy handler makes a waiting writer sleep and retry with growing pauses, so whichever process
+    retries at the right moment wins and the others keep sleeping: unfair, with long tails. A writer blocked in
+    ``flock`` is queued by the kernel and woken when the lock is released, without sleeping loops, and the
+    kernel drops the lock when its process dies. BEGIN IMMEDIATE and the busy handler still exclude whatever
+    does not take this lock (another program, an older ledger).
+
+    Threads of one process take turns on an in-process lock first (one open file, so the kernel sees one
+    owner). The wait is bounded: ``flock`` itself cannot time out, so a contended wait is handed to a helper
+    thread that blocks in ``flock`` while the caller waits at most ``timeout``; if the caller gives up, the
+    helper releases the lock as soon as it gets it (or hands it to the next caller of this process that waits
+    by then).
+    """
+
+    _IDLE_SECONDS = 2.0  # a helper thread with nothing to wait for ends after this
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._forget()
+
+    def _forget(self) -> None:
+        self._pid = -1
+        self._fd = -1
+        self._turn = threading.Lock()  # held by the thread of this process that holds or waits for the file lock
+        self._state = threading.Condition()
+        self._requested = False  # the helper is to block in flock (or is blocking there)
+        self._wanted = False  # a caller still waits for the helper's flock
+        self._granted = False  # the helper got the lock for the waiting caller
+        self._helper = False  # a helper thread is alive
+
+    def acquire(self, timeout: float) -> None:
+        """Take the lock within ``timeout`` seconds, else raise :class:`StoreBusy` (nothing taken)."""
+        deadline = time.monotonic() + timeout
+        if self._pid not in (-1, os.getpid()):
+            self._forget()  # a child after fork: the parent's locks, helper and open file are not this process's
+        if not self._turn.acquire(timeout=max(0.0, timeout)):
+            raise self._busy(timeout)
+        try:
+            fd = self._open()
+            with self._state:
+                if not self._requested:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        return
+                    except BlockingIOError:
+                        pass
+                    self._requested = True
+                    if not self._helper:
+                        self._helper = True
+                        threading.Thread(target=self._serve, name="ledger-writelock", daemon=True).start()
+                    self._state.notify_all()
+                self._wanted = True
+                while not self._granted:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._wanted = False
+                        raise self._busy(timeout)
+                    self._state.wait(remaining)
+                self._granted = self._wanted = False
+        except BaseException:
+            self._turn.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._turn.release()
+
+    def _open(self) -> int:
+        pid = os.getpid()
+        if self._pid != pid:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            self._pid = pid
+            weakref.finalize(self, os.close, self._fd)
+        return self._fd
+
+    def _serve(self) -> None:
+        """The helper: block in flock for a waiting caller; hand the lock over, or give it back if nobody waits."""
+        with self._state:
+            while True:
+                while not self._requested:
+                    if not self._state.wait(self._IDLE_SECONDS) and not self._requested:
+                        self._helper = False
+                        return
+                fd = self._fd
+                self._state.release()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    got = True
+                except OSError:  # not expected; the waiting caller then times out with StoreBusy
+                    got = False
+                finally:
+                    self._state.acquire()
+                self._requested = False
+                if got and self._wanted:
+                    self._granted = True
+                    self._state.notify_all()
+                elif got:
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # its caller gave up meanwhile
+
+    def _busy(self, timeout: float) -> StoreBusy:
+        return StoreBusy(
+            f"SQLite store busy: another writer held the write lock ({self.path}) for over {timeout:g} s",
+            _BUSY_HINT,
+        )
+
+
+def _write_lock_path(engine: Engine) -> str | None:
+    """``<database>.writelock`` for a SQLite file; ``None`` for PostgreSQL and for in-memory or read-only SQLite."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database or ""
+    if database.startswith("file:"):  # a URI filename; its parameters may sit in the URL's query instead
+        parsed = urllib.parse.urlsplit(database)
+        mode = urllib.parse.parse_qs(parsed.query).get("mode") or engine.url.query.get("mode") or ""
+        if (mode if isinstance(mode, str) else mode[-1]) in {"memory", "ro"}:
+            return None
+        database = urllib.parse.unquote(parsed.path)
+    if not database or database == ":memory:":
+        return None
+    return f"{Path(database).expanduser()}.writelock"
+
+
 class SqlEventStore:
     """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions.
 
@@ -410,7 +545,10 @@ class SqlEventStore:
         timeouts: Timeouts | None = None,
         *,
         group_limit: int = MAX_GROUP,
+        _fair_lock: bool = True,
     ) -> None:
+        """``_fair_lock=False`` (benchmarks only) leaves SQLite writers of several processes to SQLite's busy
+        handler, as before the fair lock."""
         self.engine = engine
         self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
         self.timeouts = timeouts or Timeouts()
@@ -426,6 +564,8 @@ class SqlEventStore:
         # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
         # None when unknown. Only the leader reads or sets it.
         self._head: tuple[int, str, str] | None = None
+        lock_path = _write_lock_path(engine) if _fair_lock and fcntl is not None else None
+        self._write_lock = _FairFileLock(lock_path) if lock_path else None
 
     # --- schema ---------------------------------------------------------------------------------------
 
@@ -449,30 +589,51 @@ class SqlEventStore:
     def write_transaction(self, lock: int = APPEND_LOCK) -> Iterator[Any]:
         """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error.
 
-        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written.
+        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written. On a
+        SQLite file, writers of every process first queue for its fair lock (:class:`_FairFileLock`), held until
+        the transaction has committed or rolled back.
         """
-        with translate_errors(self.dialect):
-            conn = self.engine.raw_connection()
-            try:
-                cur = conn.cursor()
+        write_lock = self._take_write_lock()
+        try:
+            with translate_errors(self.dialect):
+                conn = self.engine.raw_connection()
                 try:
-                    if self.dialect == "sqlite":
-                        cur.execute("BEGIN IMMEDIATE")
-                    else:
-                        # One round trip (simple protocol: no parameters); an advisory lock wait honours
-                        # lock_timeout. LOCAL: these limits end with the transaction.
-                        cur.execute(
-                            f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
-                            f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
-                            f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
-                        )
-                    yield cur
-                except BaseException:
-                    conn.rollback()
-                    raise
-                conn.commit()
-            finally:
-                conn.close()
+                    cur = conn.cursor()
+                    try:
+                        if self.dialect == "sqlite":
+                            cur.execute("BEGIN IMMEDIATE")
+                        else:
+                            # One round trip (simple protocol: no parameters); an advisory lock wait honours
+                            # lock_timeout. LOCAL: these limits end with the transaction.
+                            cur.execute(
+                                f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
+                                f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
+                                f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
+                            )
+                        yield cur
+                    except BaseException:
+                        conn.rollback()
+                        raise
+                    conn.commit()
+                finally:
+                    conn.close()
+        finally:
+            if write_lock is not None:
+                write_lock.release()
+
+    def _take_write_lock(self) -> _FairFileLock | None:
+        """Take the SQLite file's fair lock, if it has one; ``None`` when there is none to take."""
+        write_lock = self._write_lock
+        if write_lock is None:
+            return None
+        try:
+            write_lock.acquire(self.timeouts.lock)
+        except OSError:
+            # The lock file cannot be created (a read-only directory, say): SQLite's busy handler alone serialises
+            # this store's writers, as it did before the fair lock.
+            self._write_lock = None
+            return None
+        return write_lock
 
     # --- health ---------------------------------------------------------------------------------------
 

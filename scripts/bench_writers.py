@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Concurrent writers: events/s and latency of 1 and 16 threads appending, with and without group commit.
+"""Concurrent writers: events/s and latency of 1 and 16 threads appending, with and without group commit, and
+of several processes appending to one SQLite file, with the fair write lock and with SQLite's busy handler.
 
 Run from the repository root::
 
@@ -11,11 +12,17 @@ Each writer is a thread of this process appending one event per call to a stream
 store with ``group_limit=1`` (every append its own transaction and fsync, as before group commit), measured in
 the same run, interleaved round by round. Targets (issue 11): 16 writers ≥ 2.5× one writer's events/s on
 SQLite and ≥ 2× on PostgreSQL, p99 ≤ 50 ms.
+
+Across processes: worker processes (started once, ``spawn``) each run threads appending the same way to one
+SQLite file, with the fair lock (``<db>.writelock``, the default) and with ``_fair_lock=False`` (SQLite's busy
+handler alone, as before), interleaved round by round; one process with one thread is the baseline.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import multiprocessing.connection
 import os
 import statistics
 import sys
@@ -23,7 +30,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -31,6 +40,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import _bench_util  # noqa: E402
 
+from ledger.errors import StoreBusy  # noqa: E402
 from ledger.events import MemorySearched, SessionStarted  # noqa: E402
 from ledger.storage import MAX_GROUP, SqlEventStore, make_engine  # noqa: E402
 
@@ -39,11 +49,21 @@ MARKER = "\n## Concurrent writers (scripts/bench_writers.py)"
 META = {"agent": "bench", "source": "cli"}
 
 
-def slice_run(store: SqlEventStore, writers: int, seconds: float) -> tuple[float, list[float]]:
-    """``writers`` threads append for ``seconds``; return events/s and every append's latency."""
+def run_writers(
+    store: SqlEventStore,
+    writers: int,
+    ready: Callable[[], object],
+    start: Any,
+    stop: Any,
+    busy: list[int] | None = None,
+) -> list[float]:
+    """``writers`` threads each create a stream of their own, call ``ready`` once all have, then from
+    ``start.wait()`` until ``stop`` is set append one event per call; return every append's latency.
+
+    ``busy`` (cross-process runs) counts StoreBusy refusals per thread: the append is tried again, and the
+    time it waited counts in its latency."""
     latencies: list[list[float]] = [[] for _ in range(writers)]
-    barrier = threading.Barrier(writers + 1)
-    stop = threading.Event()
+    all_set = threading.Barrier(writers, action=ready)
 
     def work(n: int) -> None:
         sid = uuid.uuid4().hex
@@ -51,26 +71,149 @@ def slice_run(store: SqlEventStore, writers: int, seconds: float) -> tuple[float
         store.append(stream, 0, [SessionStarted(session_id=sid, agent="bench", role="dev")], META)
         version = 1
         mine = latencies[n]
-        barrier.wait()
+        all_set.wait()
+        start.wait()
         while not stop.is_set():
             event = MemorySearched(session_id=sid, query="q", limit=10, result_ids=[], count=0)
             t0 = time.perf_counter()
-            store.append(stream, version, [event], META)
+            while True:
+                try:
+                    store.append(stream, version, [event], META)
+                    break
+                except StoreBusy:
+                    if busy is None or stop.is_set():
+                        raise
+                    busy[n] += 1
             mine.append(time.perf_counter() - t0)
             version += 1
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(writers)]
     for t in threads:
         t.start()
-    barrier.wait()
+    for t in threads:
+        t.join()
+    return [x for xs in latencies for x in xs]
+
+
+def slice_run(store: SqlEventStore, writers: int, seconds: float) -> tuple[float, list[float]]:
+    """``writers`` threads append for ``seconds``; return events/s and every append's latency."""
+    ready, start, stop = threading.Event(), threading.Event(), threading.Event()
+    result: list[list[float]] = []
+    runner = threading.Thread(target=lambda: result.append(run_writers(store, writers, ready.set, start, stop)))
+    runner.start()
+    ready.wait()
+    start.set()
     t0 = time.perf_counter()
     time.sleep(seconds)  # the measuring window of a benchmark, not a wait for readiness
     stop.set()
-    for t in threads:
-        t.join()
+    runner.join()
     elapsed = time.perf_counter() - t0
-    flat = [x for xs in latencies for x in xs]
-    return len(flat) / elapsed, flat
+    return len(result[0]) / elapsed, result[0]
+
+
+# --- several processes on one SQLite file ----------------------------------------------------------------------
+
+
+def process_worker(start: Any, stop: Any, conn: multiprocessing.connection.Connection) -> None:
+    """A worker process: for each ``(url, fair, threads)`` it gets, open a store on ``url`` and run ``threads``
+    writers between the shared ``start`` and ``stop`` events; send back the latencies and StoreBusy count."""
+    while True:
+        message = conn.recv()
+        if message is None:
+            conn.close()
+            return
+        url, fair, threads = message
+        store = SqlEventStore(make_engine(url), _fair_lock=fair)
+        busy = [0] * threads
+        try:
+            latencies = run_writers(store, threads, lambda: conn.send("ready"), start, stop, busy)
+            conn.send((latencies, sum(busy)))
+        finally:
+            store.dispose()
+
+
+class Workers:
+    """Worker processes started once (``spawn``) and given one configuration per slice."""
+
+    def __init__(self, size: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.start, self.stop = ctx.Event(), ctx.Event()
+        self.procs: list[Any] = []
+        self.conns: list[multiprocessing.connection.Connection] = []
+        for _ in range(size):
+            parent_end, child_end = ctx.Pipe()
+            proc = ctx.Process(target=process_worker, args=(self.start, self.stop, child_end), daemon=True)
+            proc.start()
+            child_end.close()
+            self.procs.append(proc)
+            self.conns.append(parent_end)
+
+    def slice(self, url: str, fair: bool, processes: int, threads: int, seconds: float) -> dict[str, Any]:
+        self.start.clear()
+        self.stop.clear()
+        used = self.conns[:processes]
+        for conn in used:
+            conn.send((url, fair, threads))
+        for conn in used:
+            assert conn.recv() == "ready"  # every thread of every process has its stream and waits for start
+        self.start.set()
+        t0 = time.perf_counter()
+        time.sleep(seconds)  # the measuring window of a benchmark, not a wait for readiness
+        self.stop.set()
+        results = [conn.recv() for conn in used]
+        elapsed = time.perf_counter() - t0
+        latencies = [x for lat, _ in results for x in lat]
+        return {"rate": len(latencies) / elapsed, "latencies": latencies, "busy": sum(b for _, b in results)}
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.send(None)
+        for proc in self.procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.kill()
+        for conn in self.conns:
+            conn.close()
+
+
+# (processes, threads per process); the first is the baseline
+PROCESS_CONFIGS = ((1, 1), (8, 1), (4, 4))
+
+
+def measure_processes(tmp: Path, seconds: float, rounds: int) -> dict[tuple[bool, int, int], dict[str, float]]:
+    """Per (fair, processes, threads): median events/s over rounds, p50/p99/max of all latencies, StoreBusy."""
+    urls = {}
+    for fair in (True, False):
+        url = f"sqlite:///{tmp / ('processes-fair.db' if fair else 'processes-busy.db')}"
+        store = SqlEventStore(make_engine(url))
+        store.create_schema()
+        store.dispose()
+        urls[fair] = url
+    workers = Workers(max(p for p, _ in PROCESS_CONFIGS))
+    rates: dict[tuple[bool, int, int], list[float]] = {}
+    lats: dict[tuple[bool, int, int], list[float]] = {}
+    busy: dict[tuple[bool, int, int], int] = {}
+    try:
+        for r in range(rounds):  # interleaved: every configuration once per round, the order turning
+            order = [(fair, p, t) for p, t in PROCESS_CONFIGS for fair in (True, False)]
+            for key in order[r % len(order) :] + order[: r % len(order)]:
+                fair, processes, threads = key
+                got = workers.slice(urls[fair], fair, processes, threads, seconds)
+                rates.setdefault(key, []).append(got["rate"])
+                lats.setdefault(key, []).extend(got["latencies"])
+                busy[key] = busy.get(key, 0) + got["busy"]
+    finally:
+        workers.close()
+    return {
+        key: {
+            "rate": statistics.median(rates[key]),
+            "p50_ms": _bench_util.percentile(lats[key], 50) * 1000,
+            "p99_ms": _bench_util.percentile(lats[key], 99) * 1000,
+            "max_ms": max(lats[key]) * 1000,
+            "busy": busy[key],
+        }
+        for key in rates
+    }
 
 
 def pg_schema_url(schema: str) -> str:
@@ -127,7 +270,12 @@ def measure(backend: str, tmp: Path, seconds: float, rounds: int) -> dict[tuple[
     }
 
 
-def section(results: dict[str, dict[tuple[int, int], dict[str, float]]], seconds: float, rounds: int) -> str:
+def section(
+    results: dict[str, dict[tuple[int, int], dict[str, float]]],
+    processes: dict[tuple[bool, int, int], dict[str, float]] | None,
+    seconds: float,
+    rounds: int,
+) -> str:
     lines = [
         MARKER.strip(),
         "",
@@ -149,6 +297,28 @@ def section(results: dict[str, dict[tuple[int, int], dict[str, float]]], seconds
                 f" {many['p50_ms']:.1f} ms | {many['p99_ms']:.1f} ms |"
                 + (f" ≥ {goal:g}×, p99 ≤ 50 ms | {'yes' if met else 'no'} |" if limit != 1 else " (baseline) | — |")
             )
+    if processes:
+        base = processes[(True, *PROCESS_CONFIGS[0])]["rate"]
+        lines += [
+            "",
+            "Several processes on one SQLite file (worker processes, each with its own store and group commit;",
+            f"{rounds} interleaved rounds of {seconds:g} s). *Fair lock*: writers queue on `<db>.writelock` (flock),",
+            "the default. *Busy handler*: the same store built with `_fair_lock=False`, so SQLite's sleeping busy",
+            "handler alone decides who writes next, as before. Ratio against 1 process × 1 thread with the fair",
+            "lock. A StoreBusy (a wait past the 5 s lock timeout) is retried and its wait counted in that append's",
+            "latency.",
+            "",
+            "| Processes × threads | Lock | ev/s | vs 1 × 1 | p50 | p99 | max | StoreBusy |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for processes_n, threads in PROCESS_CONFIGS:
+            for fair in (True, False):
+                row = processes[(fair, processes_n, threads)]
+                lines.append(
+                    f"| {processes_n} × {threads} | {'fair lock' if fair else 'busy handler'} | {row['rate']:,.0f} |"
+                    f" {row['rate'] / base:.2f}× | {row['p50_ms']:.1f} ms | {row['p99_ms']:.1f} ms |"
+                    f" {row['max_ms']:.0f} ms | {row['busy']:,.0f} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -160,16 +330,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short slices; print instead of writing")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--skip-processes", action="store_true", help="no cross-process rows")
     args = parser.parse_args(argv)
     seconds, rounds = (0.5, 1) if args.quick else (4.0, 3)
     results: dict[str, dict[tuple[int, int], dict[str, float]]] = {}
+    processes = None
     with tempfile.TemporaryDirectory(prefix="ledger-writers-") as tmp:
         print("SQLite ...", file=sys.stderr, flush=True)
         results["SQLite"] = measure("sqlite", Path(tmp), seconds, rounds)
+        if not args.skip_processes:
+            print("SQLite, several processes ...", file=sys.stderr, flush=True)
+            processes = measure_processes(Path(tmp), seconds, rounds)
         if not args.skip_postgres:
             print("PostgreSQL ...", file=sys.stderr, flush=True)
             results["PostgreSQL"] = measure("postgresql", Path(tmp), seconds, rounds)
-    text = section(results, seconds, rounds)
+    text = section(results, processes, seconds, rounds)
     if not args.quick:
         write_section(text)
     print(text)
