@@ -438,7 +438,7 @@ class _FairFileLock:
         deadline = time.monotonic() + timeout
         if self._pid not in (-1, os.getpid()):
             self._forget()  # a child after fork: the parent's locks, helper and open file are not this process's
-        if not self._turn.acquire(timeout=max(0.0, timeout)):
+        if not self._turn.acquire(timeout=min(max(0.0, timeout), threading.TIMEOUT_MAX)):
             raise self._busy(timeout)
         try:
             fd = self._open()
@@ -821,12 +821,16 @@ class SqlEventStore:
         # so "as of T" is always a prefix of the log.
         recorded_at = max(format_ts(self._clock()), last_at)
         planned: list[tuple[_Pending, list[tuple[Any, ...]]]] = []
-        refused: list[tuple[_Pending, BaseException]] = []
+        lost: list[tuple[_Pending, ConcurrencyError]] = []  # guarded: their errors hold only if the guard does
         all_rows: list[tuple[Any, ...]] = []
         for p in group:
             actual = versions[p.stream]
             if actual != p.expected_version:
-                refused.append((p, ConcurrencyError(p.stream, p.expected_version, actual)))
+                error = ConcurrencyError(p.stream, p.expected_version, actual)
+                if guarded:
+                    lost.append((p, error))
+                else:
+                    p.error = error
                 continue
             rows = chain_rows(
                 position=position,
@@ -845,7 +849,7 @@ class SqlEventStore:
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
                     cur.execute("RELEASE SAVEPOINT group_member")
-                    refused.append((p, classify_driver_error(exc, self.dialect) or exc))
+                    p.error = classify_driver_error(exc, self.dialect) or exc
                     continue
             else:
                 all_rows.extend(rows)
@@ -857,14 +861,14 @@ class SqlEventStore:
                 if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
                     return None
             except Exception as exc:
-                if len(planned) > 1:
+                if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
                     raise _MemberRefused from exc
                 raise
         at = parse_ts(recorded_at)
         for p, rows in planned:
             p.rows, p.recorded_at = rows, at
-        for p, error in refused:
-            p.error = error
+        for p, lost_race in lost:
+            p.error = lost_race
         return position, prev_hash, recorded_at
 
     def _insert(

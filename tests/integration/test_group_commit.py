@@ -134,6 +134,23 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
     assert not any("poisoned-query" in r.data_json for r in store.iter_records())
 
 
+def test_a_member_that_lost_its_race_keeps_its_own_error_when_the_only_other_member_is_refused(
+    store: SqlEventStore,
+) -> None:
+    install_insert_trigger(store, "poisoned-query", "RAISE EXCEPTION 'poisoned insert'")
+    store.append("session:x", 0, [started("x")], META)
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:b", 0, [searched("b", "poisoned-query")]),  # the database refuses this one
+        ("session:x", 5, [searched("x")]),  # lost its race: its own error, not the refused member's
+    ]
+    _, outcomes = race(store, first, rest)
+    assert isinstance(outcomes[0], list)
+    assert "poisoned" in str(outcomes[1]) and not isinstance(outcomes[1], ConcurrencyError)
+    assert isinstance(outcomes[2], ConcurrencyError) and outcomes[2].actual == 1
+    assert count_rows(store) == 2 and verify_chain(store.iter_records()).ok
+
+
 def test_a_group_without_refusals_is_one_transaction(store: SqlEventStore) -> None:
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [
