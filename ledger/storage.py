@@ -475,7 +475,10 @@ class _FairFileLock:
     def _open(self) -> int:
         pid = os.getpid()
         if self._pid != pid:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            except PermissionError:  # another user's lock file: flock needs no write access
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             self._pid = pid
             weakref.finalize(self, os.close, self._fd)
         return self._fd
@@ -719,15 +722,11 @@ class SqlEventStore:
         return pending.outcome()
 
     def _lead(self) -> None:
-        """Commit the group at the head of the queue (this thread's append is its first member), then hand the
-        lead to the first append queued meanwhile: it takes everything that arrived while this group was being
-        written and fsynced, so groups grow with the commit time rather than waiting for a timer."""
+        """Commit a group led by this thread's append (the first queued), then hand the lead to the first append
+        queued meanwhile."""
         group: list[_Pending] = []
         try:
-            with self._mutex:
-                group = self._queue[: self.group_limit]
-                del self._queue[: self.group_limit]
-            self._commit_group(group)
+            group = self._commit_queued()
         finally:
             with self._mutex:
                 successor = self._queue[0] if self._queue else None
@@ -740,16 +739,27 @@ class SqlEventStore:
             if successor is not None:
                 successor.wake.release()  # not done: it leads
 
-    def _commit_group(self, group: list[_Pending]) -> None:
-        """Write ``group`` in one transaction; every member ends with its rows or its error.
+    def _commit_queued(self) -> list[_Pending]:
+        """Take the write lock, then the appends queued by then (up to ``group_limit``), and write them in one
+        transaction; return them, each ended with its rows or its error.
 
-        The fast path writes every member's rows in one statement. If the database refuses a row (rare: the
-        ledger checks what it can before it appends), the transaction is rolled back and the group is written
-        again member by member, each under a savepoint, so only the refused member fails."""
+        The group is taken once the lock is held, so every append that queued while the leader waited for it
+        (behind other processes, or behind the last group's fsync) joins: the more writers wait, the larger the
+        groups. The fast path writes every member's rows in one statement. If the database refuses a row (rare:
+        the ledger checks what it can before it appends), the transaction is rolled back and the group is
+        written again member by member, each under a savepoint, so only the refused member fails."""
+        group: list[_Pending] = []
+
+        def take() -> list[_Pending]:
+            with self._mutex:
+                group.extend(self._queue[: self.group_limit])
+                del self._queue[: self.group_limit]
+            return group
+
         try:
             try:
                 with self.write_transaction() as cur:
-                    head = self._write_group(cur, group, one_by_one=False)
+                    head = self._write_group(cur, take(), one_by_one=False)
             except _MemberRefused:
                 self._head = None
                 for p in group:
@@ -759,11 +769,13 @@ class SqlEventStore:
             self._head = head
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
-            # (each its own copy of the error, as each is raised in its own thread).
+            # (each its own copy of the error, as each is raised in its own thread). If the lock was never had,
+            # the appends queued by now fail with its error: they waited as long as the leader did.
             self._head = None
-            for p in group:
+            for p in group or take():
                 if p.error is None:
                     p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
+        return group
 
     def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
         """Each stream's version and the chain head, in one round trip (index probes only)."""

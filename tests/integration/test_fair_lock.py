@@ -101,6 +101,30 @@ def test_a_waiting_append_goes_through_when_the_holder_lets_go(db_file: Path) ->
     store.dispose()
 
 
+def test_appends_queued_behind_a_leader_that_never_gets_the_lock_are_busy_too_and_record_nothing(
+    db_file: Path,
+) -> None:
+    store = open_store(db_file, lock_seconds=0.3)
+    outcomes: list[BaseException | None] = [None] * 4
+
+    def append(n: int) -> None:
+        try:
+            store.append(f"session:q{n}", 0, [started(f"q{n}")], META)
+        except BaseException as exc:  # the outcome is what the test checks
+            outcomes[n] = exc
+
+    with lock_file_held(db_file):
+        threads = [threading.Thread(target=append, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(READY_WAIT)
+            assert not t.is_alive()
+    assert all(isinstance(o, StoreBusy) for o in outcomes)
+    assert count_rows(store) == 0 and lock_is_free(db_file)
+    store.dispose()
+
+
 def test_the_lock_is_released_after_a_lost_race_a_refused_row_and_a_failed_transaction(db_file: Path) -> None:
     store = open_store(db_file)
     store.append("session:a", 0, [started("a")], META)

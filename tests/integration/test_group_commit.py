@@ -37,18 +37,13 @@ Outcome = list[RecordedEvent] | BaseException
 
 
 class HeldFirstTransaction:
-    """Wraps ``store.write_transaction``: the first transaction waits (holding the write lock) until ``queued``
-    appends are queued behind it, so the next leader takes them as one group; counts transactions; optionally
-    fails the group's transaction after its rows were written, before it commits."""
+    """Wraps ``store.write_transaction``: the first transaction, holding the write lock, waits until ``queued``
+    appends (the leader's among them) are queued, so the leader, which takes its group once it holds the lock,
+    takes them all; counts transactions; optionally fails the first transaction after its rows were written,
+    before it commits."""
 
-    def __init__(
-        self,
-        store: SqlEventStore,
-        queued: int,
-        fail_group: bool = False,
-        before_group: Callable[[], object] | None = None,
-    ) -> None:
-        self.store, self.queued, self.fail_group, self.before_group = store, queued, fail_group, before_group
+    def __init__(self, store: SqlEventStore, queued: int, fail_group: bool = False) -> None:
+        self.store, self.queued, self.fail_group = store, queued, fail_group
         self.inner = store.write_transaction
         self.transactions = 0
 
@@ -56,8 +51,6 @@ class HeldFirstTransaction:
     def __call__(self, *args: Any) -> Iterator[Any]:
         self.transactions += 1
         number = self.transactions
-        if number == 2 and self.before_group is not None:
-            self.before_group()  # e.g. another writer appends between the leader's commit and the group's
         with self.inner(*args) as cur:
             if number == 1:
                 deadline = time.monotonic() + READY_WAIT
@@ -65,7 +58,7 @@ class HeldFirstTransaction:
                     assert time.monotonic() < deadline, "the other appends never queued"
                     time.sleep(0.001)
             yield cur
-            if number == 2 and self.fail_group:
+            if number == 1 and self.fail_group:
                 raise StoreUnavailable("the commit failed", "retry")
 
 
@@ -74,9 +67,8 @@ def race(
     first: tuple[str, int, list[DomainEvent]],
     rest: list[tuple[str, int, list[DomainEvent]]],
     fail_group: bool = False,
-    before_group: Callable[[], object] | None = None,
 ) -> tuple[HeldFirstTransaction, list[Outcome]]:
-    held = HeldFirstTransaction(store, len(rest), fail_group, before_group)
+    held = HeldFirstTransaction(store, 1 + len(rest), fail_group)
     store.write_transaction = held  # type: ignore[method-assign]
     outcomes: list[Outcome] = [ValueError("not run")] * (1 + len(rest))
 
@@ -114,9 +106,9 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
         ("session:c", 1, [searched("c")]),  # follows the one before it in the same group, if that came first
     ]
     held, outcomes = race(store, first, rest)
-    # The leader's own; then every queued append in one statement, which the refused row rolls back; then the
-    # same group again, one member at a time under savepoints.
-    assert held.transactions == 3
+    # Every append queued while the leader held the lock, in one statement, which the refused row rolls back;
+    # then the same group again, one member at a time under savepoints.
+    assert held.transactions == 2
     assert isinstance(outcomes[0], list) and isinstance(outcomes[1], list)
     dup = outcomes[2:4]
     assert sum(isinstance(o, list) for o in dup) == 1
@@ -151,13 +143,15 @@ def test_a_member_that_lost_its_race_keeps_its_own_error_when_the_only_other_mem
     assert count_rows(store) == 2 and verify_chain(store.iter_records()).ok
 
 
-def test_a_group_without_refusals_is_one_transaction(store: SqlEventStore) -> None:
+def test_appends_queued_while_the_leader_waits_for_the_lock_join_its_group_in_one_transaction(
+    store: SqlEventStore,
+) -> None:
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [
         (f"session:g{i}", 0, [started(f"g{i}"), searched(f"g{i}")]) for i in range(7)
     ]
     held, outcomes = race(store, first, rest)
-    assert held.transactions == 2
+    assert held.transactions == 1
     assert all(isinstance(o, list) for o in outcomes)
     assert count_rows(store) == 15 and verify_chain(store.iter_records()).ok
 
@@ -179,7 +173,7 @@ def test_a_group_written_without_reading_first_still_checks_every_version_under_
         ("session:x", 0, [searched("x")]),  # behind it: loses
     ]
     held, outcomes = race(store, first, rest)
-    assert held.transactions == 2
+    assert held.transactions == 1
     assert isinstance(outcomes[0], list)
     assert sorted(isinstance(o, list) for o in outcomes[1:3]) == [False, True]
     assert isinstance(outcomes[3], list) and isinstance(outcomes[4], list | ConcurrencyError)
@@ -206,17 +200,14 @@ def test_a_group_after_another_writers_append_reads_the_new_head_and_versions(
     that the other writer overtook fails alone."""
     store, other = make_store(), make_store()
     store.append("session:shared", 0, [started("shared")], META)
-
-    def overtake() -> None:
-        other.append("session:shared", 1, [searched("shared", "other")], META)
-
+    other.append("session:shared", 1, [searched("shared", "other")], META)
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [
         ("session:shared", 1, [searched("shared", "mine")]),  # the other store got there first
         ("session:new", 0, [started("new"), searched("new")]),
     ]
-    held, outcomes = race(store, first, rest, before_group=overtake)
-    assert held.transactions == 2
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 1
     assert isinstance(outcomes[1], ConcurrencyError) and outcomes[1].actual == 2
     assert isinstance(outcomes[2], list) and [r.position for r in outcomes[2]] == [4, 5]
     assert count_rows(store) == 5 and verify_chain(store.iter_records()).ok
@@ -230,11 +221,10 @@ def test_a_group_that_fails_to_commit_records_nothing_and_fails_every_member(sto
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [(f"session:g{i}", 0, [started(f"g{i}")]) for i in range(5)]
     held, outcomes = race(store, first, rest, fail_group=True)
-    assert held.transactions == 2
-    assert isinstance(outcomes[0], list)
-    assert all(isinstance(o, StoreUnavailable) for o in outcomes[1:])
-    assert len({id(o) for o in outcomes[1:]}) == 5  # each thread raises its own copy
-    assert count_rows(store) == 1
+    assert held.transactions == 1
+    assert all(isinstance(o, StoreUnavailable) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 6  # each thread raises its own copy
+    assert count_rows(store) == 0
     assert verify_chain(store.iter_records()).ok
 
 
