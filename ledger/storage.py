@@ -340,13 +340,14 @@ def _insert_rows_sql(rows: int) -> str:
 @functools.lru_cache(maxsize=_INSERT_CHUNK)
 def _guarded_insert_sql(rows: int) -> str:
     """Insert ``rows`` only if the head's hash is still the parameter after the rows (NULL: an empty ledger) and
-    every stream of the JSON object after that is still at its version (each check an index probe)."""
+    every stream of the JSON object after that is still at its version (each check an index probe). SQLite runs
+    the VALUES list as a co-routine, so rows go in in the order given (no sort), as the chain trigger requires."""
     values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
     return (
         f"INSERT INTO events ({_COLUMNS}) SELECT * FROM (VALUES {values}) WHERE "
         "(SELECT hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) IS ? AND NOT EXISTS "
         "(SELECT 1 FROM json_each(?) AS expected WHERE expected.value IS NOT COALESCE((SELECT version FROM events "
-        "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0)) ORDER BY 1"
+        "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0))"
     )
 
 
