@@ -2,7 +2,9 @@
 
 SQLAlchemy Core defines the schema; reads and the append hot path use the driver connection taken from the
 engine's pool (BEGIN IMMEDIATE on SQLite, a transaction-level advisory lock on PostgreSQL), because a single
-hash chain needs a total order anyway and it keeps positions gapless. Driver errors are translated here into
+hash chain needs a total order anyway and it keeps positions gapless. Writers of several processes on one SQLite
+file queue on a fair lock file beside it (``<db>.writelock``) rather than in SQLite's sleeping busy handler, and
+concurrent appends of one process share one transaction (group commit). Driver errors are translated here into
 the ledger's own errors.
 """
 
