@@ -570,6 +570,7 @@ class SqlEventStore:
         # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
         # None when unknown. Only the leader reads or sets it.
         self._head: tuple[int, str, str] | None = None
+        self._guard = True  # whether the next group tries the guarded insert (see _write_group)
         lock_path = _write_lock_path(engine) if _fair_lock and fcntl is not None else None
         self._write_lock = _FairFileLock(lock_path) if lock_path else None
 
@@ -804,8 +805,11 @@ class SqlEventStore:
         knows), the group is written without reading anything first: the first insert statement itself checks,
         inside the transaction, that the head is still that one and every stream is at the version assumed
         (its first member's ``expected_version``), and inserts nothing otherwise. Then the versions and the
-        head are read and the group is planned again. Either way every check is made under the write lock."""
-        if not one_by_one and self._head is not None and self.dialect == "sqlite":
+        head are read and the group is planned again. Either way every check is made under the write lock.
+
+        While other writers keep appending between this store's commits (processes taking turns on one file),
+        the guarded insert would fail every time, so it is skipped until a read shows the head this store left."""
+        if not one_by_one and self._head is not None and self._guard and self.dialect == "sqlite":
             assumed: dict[str, int] = {}
             for p in group:
                 assumed.setdefault(p.stream, p.expected_version)
@@ -813,6 +817,7 @@ class SqlEventStore:
             if head is not None:
                 return head
         versions, known = self._versions_and_head(cur, group)
+        self._guard = known == self._head  # False: another writer appended since this store's last commit
         head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
         assert head is not None  # an unguarded write inserts or raises
         return head
