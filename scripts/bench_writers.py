@@ -351,6 +351,9 @@ def time_note(backend: str, one: dict[str, float], many: dict[str, float]) -> li
         f" about {ceiling:,.0f} appends/s for one core of Python: {ceiling / one['rate']:.2f}× this run's one writer"
         f" ({1e6 / one['rate']:,.0f} µs per append, {one['cpu_us']:,.0f} µs of it CPU). The 16 / 1 ratio therefore"
         " rises with the cost of a commit's fsync on the day: the slower the disk, the more a shared commit saves."
+        f" At this CPU cost, ≥ {goal:g}× holds only while one writer is slower than about {ceiling / goal:,.0f}"
+        f" appends/s ({goal * 1e6 / ceiling:,.0f} µs per append); on a faster disk the 16 writers are bound by"
+        " the CPU below the target."
     )
     short = []
     if ratio < goal:
