@@ -13,8 +13,9 @@ MIN_INT64 = -(2**63)
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
-    """How long the store waits, in seconds: for the write lock (PostgreSQL ``lock_timeout``, SQLite's busy wait)
-    and for any one statement (PostgreSQL ``statement_timeout``). Past either, the call raises
+    """How long the store waits, in seconds: for the write lock (PostgreSQL ``lock_timeout``; on a SQLite file the
+    wait in line for its fair lock ``<db>.writelock``, then SQLite's busy wait for any writer that does not take
+    it) and for any one statement (PostgreSQL ``statement_timeout``). Past either, the call raises
     :class:`StoreBusy` and nothing was recorded."""
 
     lock: float = 5.0

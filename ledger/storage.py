@@ -2,7 +2,9 @@
 
 SQLAlchemy Core defines the schema; reads and the append hot path use the driver connection taken from the
 engine's pool (BEGIN IMMEDIATE on SQLite, a transaction-level advisory lock on PostgreSQL), because a single
-hash chain needs a total order anyway and it keeps positions gapless. Driver errors are translated here into
+hash chain needs a total order anyway and it keeps positions gapless. Writers of several processes on one SQLite
+file queue on a fair lock file beside it (``<db>.writelock``) rather than in SQLite's sleeping busy handler, and
+concurrent appends of one process share one transaction (group commit). Driver errors are translated here into
 the ledger's own errors.
 """
 
@@ -11,14 +13,26 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as _dt
+import errno
+import functools
+import json
+import os
 import sqlite3
 import sys
 import threading
+import time
+import urllib.parse
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: SQLite's busy handler alone serialises writers there
+    fcntl = None  # type: ignore[assignment]
 
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
@@ -316,6 +330,49 @@ def _copy_error(exc: BaseException) -> BaseException:
     return twin
 
 
+def _held_lock() -> Any:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+# Rows per multi-row INSERT on SQLite: 10 parameters a row stays under the oldest SQLite's 999-parameter limit,
+# and statement texts of 1..64 rows stay within the driver's statement cache.
+_INSERT_CHUNK = 64
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _insert_rows_sql(rows: int) -> str:
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO events ({_COLUMNS}) VALUES {values}"
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _guarded_insert_sql(rows: int) -> str:
+    """Insert ``rows`` only if the head's hash is still the parameter after the rows (NULL: an empty ledger) and
+    every stream of the JSON object after that is still at its version (each check an index probe). SQLite runs
+    the VALUES list as a co-routine, so rows go in in the order given (no sort), as the chain trigger requires."""
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return (
+        f"INSERT INTO events ({_COLUMNS}) SELECT * FROM (VALUES {values}) WHERE "
+        "(SELECT hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) IS ? AND NOT EXISTS "
+        "(SELECT 1 FROM json_each(?) AS expected WHERE expected.value IS NOT COALESCE((SELECT version FROM events "
+        "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0))"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _versions_and_head_sql(streams: int) -> str:
+    """One statement for a group: a row per stream (name, version) and the head's row (NULL, position, hash,
+    recorded_at), each an index probe."""
+    head = (
+        "SELECT NULL, position, hash, recorded_at FROM (SELECT position, hash, recorded_at FROM events "
+        "WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head"
+    )
+    versions = [f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0), NULL, NULL" for _ in range(streams)]
+    return " UNION ALL ".join([head, *versions])
+
+
 class _MemberRefused(Exception):
     """The database refused a row of a group written at once: write the group again, one member at a time."""
 
@@ -335,16 +392,19 @@ class _Pending:
     meta: dict[str, Any]
     meta_json: str
     rows: list[tuple[Any, ...]] | None = None
-    recorded_at: str = ""
+    recorded_at: _dt.datetime | None = None
     error: BaseException | None = None
     done: bool = False
+    # Held while the append waits in the queue; the leader releases it when the append is done or leads next.
+    # One lock per waiter wakes exactly that thread (a shared condition woke every waiter for every group).
+    wake: Any = None
 
     def outcome(self) -> list[RecordedEvent]:
         if self.error is not None:
             raise self.error
-        assert self.rows is not None
+        assert self.rows is not None and self.recorded_at is not None
         # Build the result from the typed events already in hand instead of decoding the rows again.
-        at = parse_ts(self.recorded_at)
+        at = self.recorded_at
         meta = MappingProxyType(dict(self.meta))
         return [
             RecordedEvent(r[0], self.stream, r[2], at, meta, e, r[9])
@@ -352,14 +412,178 @@ class _Pending:
         ]
 
 
+@functools.cache
+def _libc_flock() -> tuple[Any, Any] | None:
+    """libc's ``flock`` called through ctypes *without* releasing the GIL, and ctypes; ``None`` where unavailable.
+
+    ``fcntl.flock`` releases the GIL around the system call; under concurrent writers the calling thread then
+    waits for the GIL to come back behind every other runnable thread, twice per group commit. A lock request
+    that cannot block (``LOCK_NB``, ``LOCK_UN``) takes a microsecond, so it keeps the GIL instead."""
+    try:
+        import ctypes
+
+        function = ctypes.PyDLL(None, use_errno=True).flock
+    except (ImportError, OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_int)
+    function.restype = ctypes.c_int
+    return function, ctypes
+
+
+def _flock_at_once(fd: int, operation: int) -> bool:
+    """A non-blocking ``flock`` (``LOCK_EX | LOCK_NB`` or ``LOCK_UN``): ``False`` if another holder has the lock."""
+    libc = _libc_flock()
+    if libc is None:
+        try:
+            fcntl.flock(fd, operation)
+        except BlockingIOError:
+            return False
+        return True
+    function, ctypes = libc
+    while function(fd, operation) != 0:
+        error = ctypes.get_errno()
+        if error in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return False
+        if error != errno.EINTR:
+            raise OSError(error, os.strerror(error), None)
+    return True
+
+
+class _FairFileLock:
+    """The cross-process write lock of one SQLite file: ``flock`` on ``<database>.writelock`` beside it.
+
+    SQLite's own busy handler makes a waiting writer sleep and retry with growing pauses, so whichever process
+    retries at the right moment wins and the others keep sleeping: unfair, with long tails. A writer blocked in
+    ``flock`` is queued by the kernel and woken when the lock is released, without sleeping loops, and the
+    kernel drops the lock when its process dies. BEGIN IMMEDIATE and the busy handler still exclude whatever
+    does not take this lock (another program, an older ledger).
+
+    Threads of one process take turns on an in-process lock first (one open file, so the kernel sees one
+    owner). The wait is bounded: ``flock`` itself cannot time out, so a contended wait is handed to a helper
+    thread that blocks in ``flock`` while the caller waits at most ``timeout``; if the caller gives up, the
+    helper releases the lock as soon as it gets it (or hands it to the next caller of this process that waits
+    by then).
+    """
+
+    _IDLE_SECONDS = 2.0  # a helper thread with nothing to wait for ends after this
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._forget()
+
+    def _forget(self) -> None:
+        self._pid = -1
+        self._fd = -1
+        self._turn = threading.Lock()  # held by the thread of this process that holds or waits for the file lock
+        self._state = threading.Condition()
+        self._requested = False  # the helper is to block in flock (or is blocking there)
+        self._wanted = False  # a caller still waits for the helper's flock
+        self._granted = False  # the helper got the lock for the waiting caller
+        self._helper = False  # a helper thread is alive
+
+    def acquire(self, timeout: float) -> None:
+        """Take the lock within ``timeout`` seconds, else raise :class:`StoreBusy` (nothing taken)."""
+        deadline = time.monotonic() + timeout
+        if self._pid not in (-1, os.getpid()):
+            self._forget()  # a child after fork: the parent's locks, helper and open file are not this process's
+        if not self._turn.acquire(timeout=min(max(0.0, timeout), threading.TIMEOUT_MAX)):
+            raise self._busy(timeout)
+        try:
+            fd = self._open()
+            with self._state:
+                if not self._requested:
+                    if _flock_at_once(fd, fcntl.LOCK_EX | fcntl.LOCK_NB):
+                        return
+                    self._requested = True
+                    if not self._helper:
+                        self._helper = True
+                        threading.Thread(target=self._serve, name="ledger-writelock", daemon=True).start()
+                    self._state.notify_all()
+                self._wanted = True
+                while not self._granted:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._wanted = False
+                        raise self._busy(timeout)
+                    self._state.wait(remaining)
+                self._granted = self._wanted = False
+        except BaseException:
+            self._turn.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            _flock_at_once(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._turn.release()
+
+    def _open(self) -> int:
+        pid = os.getpid()
+        if self._pid != pid:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            except PermissionError:  # another user's lock file: flock needs no write access
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._pid = pid
+            weakref.finalize(self, os.close, self._fd)
+        return self._fd
+
+    def _serve(self) -> None:
+        """The helper: block in flock for a waiting caller; hand the lock over, or give it back if nobody waits."""
+        with self._state:
+            while True:
+                while not self._requested:
+                    if not self._state.wait(self._IDLE_SECONDS) and not self._requested:
+                        self._helper = False
+                        return
+                fd = self._fd
+                self._state.release()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    got = True
+                except OSError:  # not expected; the waiting caller then times out with StoreBusy
+                    got = False
+                finally:
+                    self._state.acquire()
+                self._requested = False
+                if got and self._wanted:
+                    self._granted = True
+                    self._state.notify_all()
+                elif got:
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # its caller gave up meanwhile
+
+    def _busy(self, timeout: float) -> StoreBusy:
+        return StoreBusy(
+            f"SQLite store busy: another writer held the write lock ({self.path}) for over {timeout:g} s",
+            _BUSY_HINT,
+        )
+
+
+def _write_lock_path(engine: Engine) -> str | None:
+    """``<database>.writelock`` for a SQLite file; ``None`` for PostgreSQL and for in-memory or read-only SQLite."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database or ""
+    if database.startswith("file:"):  # a URI filename; its parameters may sit in the URL's query instead
+        parsed = urllib.parse.urlsplit(database)
+        mode = urllib.parse.parse_qs(parsed.query).get("mode") or engine.url.query.get("mode") or ""
+        if (mode if isinstance(mode, str) else mode[-1]) in {"memory", "ro"}:
+            return None
+        database = urllib.parse.unquote(parsed.path)
+    if not database or database == ":memory:":
+        return None
+    return f"{Path(database).expanduser()}.writelock"
+
+
 class SqlEventStore:
     """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions.
 
     Appends from threads of one process share transactions (**group commit**): the first caller to find no
     commit in progress leads, takes the write lock once and writes every append queued by then, each checked
-    against its own ``expected_version`` and chained after the one before it, then commits once (one fsync)
-    and hands the results out; the others wait for theirs. A lost race or a refused row fails that append
-    alone (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
+    against its own ``expected_version`` and chained after the one before it, then commits once (one fsync),
+    wakes each member of the group and hands the lead to the first append that queued meanwhile (which takes
+    all that queued while this group was being written). A lost race or a refused row fails that append alone
+    (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
     """
 
     def __init__(
@@ -369,7 +593,10 @@ class SqlEventStore:
         timeouts: Timeouts | None = None,
         *,
         group_limit: int = MAX_GROUP,
+        _fair_lock: bool = True,
     ) -> None:
+        """``_fair_lock=False`` (benchmarks only) leaves SQLite writers of several processes to SQLite's busy
+        handler, as before the fair lock."""
         self.engine = engine
         self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
         self.timeouts = timeouts or Timeouts()
@@ -378,9 +605,16 @@ class SqlEventStore:
         self.dialect = engine.dialect.name
         self._clock = clock
         self._ph = "?" if self.dialect == "sqlite" else "%s"
-        self._queue: list[_Pending] = []
-        self._group = threading.Condition()
-        self._leading = False
+        self._insert_one = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        self._queue: list[_Pending] = []  # appends waiting for a group commit, in arrival order
+        self._mutex = threading.Lock()  # guards _queue and _leading (held for list operations only)
+        self._leading = False  # a thread is writing a group; while it is, new appends queue behind it
+        # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
+        # None when unknown. Only the leader reads or sets it.
+        self._head: tuple[int, str, str] | None = None
+        self._guard = True  # whether the next group tries the guarded insert (see _write_group)
+        lock_path = _write_lock_path(engine) if _fair_lock and fcntl is not None else None
+        self._write_lock = _FairFileLock(lock_path) if lock_path else None
 
     # --- schema ---------------------------------------------------------------------------------------
 
@@ -404,30 +638,51 @@ class SqlEventStore:
     def write_transaction(self, lock: int = APPEND_LOCK) -> Iterator[Any]:
         """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error.
 
-        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written.
+        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written. On a
+        SQLite file, writers of every process first queue for its fair lock (:class:`_FairFileLock`), held until
+        the transaction has committed or rolled back.
         """
-        with translate_errors(self.dialect):
-            conn = self.engine.raw_connection()
-            try:
-                cur = conn.cursor()
+        write_lock = self._take_write_lock()
+        try:
+            with translate_errors(self.dialect):
+                conn = self.engine.raw_connection()
                 try:
-                    if self.dialect == "sqlite":
-                        cur.execute("BEGIN IMMEDIATE")
-                    else:
-                        # One round trip (simple protocol: no parameters); an advisory lock wait honours
-                        # lock_timeout. LOCAL: these limits end with the transaction.
-                        cur.execute(
-                            f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
-                            f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
-                            f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
-                        )
-                    yield cur
-                except BaseException:
-                    conn.rollback()
-                    raise
-                conn.commit()
-            finally:
-                conn.close()
+                    cur = conn.cursor()
+                    try:
+                        if self.dialect == "sqlite":
+                            cur.execute("BEGIN IMMEDIATE")
+                        else:
+                            # One round trip (simple protocol: no parameters); an advisory lock wait honours
+                            # lock_timeout. LOCAL: these limits end with the transaction.
+                            cur.execute(
+                                f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
+                                f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
+                                f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
+                            )
+                        yield cur
+                    except BaseException:
+                        conn.rollback()
+                        raise
+                    conn.commit()
+                finally:
+                    conn.close()
+        finally:
+            if write_lock is not None:
+                write_lock.release()
+
+    def _take_write_lock(self) -> _FairFileLock | None:
+        """Take the SQLite file's fair lock, if it has one; ``None`` when there is none to take."""
+        write_lock = self._write_lock
+        if write_lock is None:
+            return None
+        try:
+            write_lock.acquire(self.timeouts.lock)
+        except OSError:
+            # The lock file cannot be created (a read-only directory, say): SQLite's busy handler alone serialises
+            # this store's writers, as it did before the fair lock.
+            self._write_lock = None
+            return None
+        return write_lock
 
     # --- health ---------------------------------------------------------------------------------------
 
@@ -496,81 +751,149 @@ class SqlEventStore:
         """
         if not events:
             return []
+        # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
         pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
-        with self._group:
+        with self._mutex:
             self._queue.append(pending)
-            while not pending.done and self._leading:
-                self._group.wait()
+            lead = not self._leading
+            if lead:
+                self._leading = True
+            else:
+                pending.wake = _held_lock()
+        if not lead:
+            pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
             if pending.done:
                 return pending.outcome()
-            self._leading = True
-        try:
-            while not pending.done:
-                with self._group:
-                    group = self._queue[: self.group_limit]
-                    del self._queue[: self.group_limit]
-                self._commit_group(group)
-        finally:
-            with self._group:
-                self._leading = False
-                self._group.notify_all()
+        self._lead()
         return pending.outcome()
 
-    def _commit_group(self, group: list[_Pending]) -> None:
-        """Write ``group`` in one transaction; every member ends ``done`` with its rows or its error.
+    def _lead(self) -> None:
+        """Commit a group led by this thread's append (the first queued), then hand the lead to the first append
+        queued meanwhile."""
+        group: list[_Pending] = []
+        try:
+            group = self._commit_queued()
+        finally:
+            with self._mutex:
+                successor = self._queue[0] if self._queue else None
+                if successor is None:
+                    self._leading = False
+            for p in group:
+                p.done = True
+                if p.wake is not None:
+                    p.wake.release()
+            if successor is not None:
+                successor.wake.release()  # not done: it leads
 
-        The fast path writes every member's rows in one statement. If the database refuses a row (rare: the
-        ledger checks what it can before it appends), the transaction is rolled back and the group is written
-        again member by member, each under a savepoint, so only the refused member fails."""
+    def _commit_queued(self) -> list[_Pending]:
+        """Take the write lock, then the appends queued by then (up to ``group_limit``), and write them in one
+        transaction; return them, each ended with its rows or its error.
+
+        The group is taken once the lock is held, so every append that queued while the leader waited for it
+        (behind other processes, or behind the last group's fsync) joins: the more writers wait, the larger the
+        groups. The fast path writes every member's rows in one statement. If the database refuses a row (rare:
+        the ledger checks what it can before it appends), the transaction is rolled back and the group is
+        written again member by member, each under a savepoint, so only the refused member fails."""
+        group: list[_Pending] = []
+
+        def take() -> list[_Pending]:
+            with self._mutex:
+                group.extend(self._queue[: self.group_limit])
+                del self._queue[: self.group_limit]
+            return group
+
         try:
             try:
                 with self.write_transaction() as cur:
-                    self._write_group(cur, group, one_by_one=False)
+                    head = self._write_group(cur, take(), one_by_one=False)
             except _MemberRefused:
+                self._head = None
                 for p in group:
-                    p.rows, p.error = None, None
+                    p.rows, p.error, p.recorded_at = None, None, None
                 with self.write_transaction() as cur:
-                    self._write_group(cur, group, one_by_one=True)
+                    head = self._write_group(cur, group, one_by_one=True)
+            self._head = head
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
-            # (each its own copy of the error, as each is raised in its own thread).
-            for p in group:
+            # (each its own copy of the error, as each is raised in its own thread). If the lock was never had,
+            # the appends queued by now fail with its error: they waited as long as the leader did.
+            self._head = None
+            for p in group or take():
                 if p.error is None:
                     p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
-        finally:
-            with self._group:
-                for p in group:
-                    p.done = True
-                self._group.notify_all()
+        return group
 
     def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
-        """Each stream's version and the chain head: one round trip for one append, two for a group."""
+        """Each stream's version and the chain head, in one round trip (index probes only)."""
         if len(group) == 1:
             cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
             actual, position, digest, last_at = cur.fetchone()
             return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
         streams = sorted({p.stream for p in group})
-        cur.execute(
-            self.sql(" UNION ALL ".join(f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0)" for _ in streams)),
-            [name for stream in streams for name in (stream, stream)],
-        )
-        versions = {stream: int(version) for stream, version in cur.fetchall()}
-        cur.execute("SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1")
-        row = cur.fetchone()
-        return versions, (row[0], row[1], row[2]) if row else (0, GENESIS_HASH, "")
+        cur.execute(self.sql(_versions_and_head_sql(len(streams))), [s for stream in streams for s in (stream, stream)])
+        versions: dict[str, int] = {}
+        head: tuple[int, str, str] = (0, GENESIS_HASH, "")
+        for name, number, digest, last_at in cur.fetchall():
+            if name is None:
+                head = (int(number), digest, last_at)
+            else:
+                versions[name] = int(number)
+        return versions, head
 
-    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> None:
-        insert = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        versions, head = self._versions_and_head(cur, group)
-        planned: list[tuple[_Pending, list[tuple[Any, ...]], str]] = []
+    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> tuple[int, str, str]:
+        """Chain and insert the rows of every member whose version check passes; return the new head.
+
+        On SQLite, when this store wrote the head it knows (no other writer has appended since, as far as it
+        knows), the group is written without reading anything first: the first insert statement itself checks,
+        inside the transaction, that the head is still that one and every stream is at the version assumed
+        (its first member's ``expected_version``), and inserts nothing otherwise. Then the versions and the
+        head are read and the group is planned again. Either way every check is made under the write lock.
+
+        While other writers keep appending between this store's commits (processes taking turns on one file),
+        the guarded insert would fail every time, so it is skipped until a read shows the head this store left."""
+        if not one_by_one and self._head is not None and self._guard and self.dialect == "sqlite":
+            assumed: dict[str, int] = {}
+            for p in group:
+                assumed.setdefault(p.stream, p.expected_version)
+            head = self._plan_and_insert(cur, group, assumed, self._head, one_by_one=False, guarded=True)
+            if head is not None:
+                return head
+        versions, known = self._versions_and_head(cur, group)
+        self._guard = known == self._head  # False: another writer appended since this store's last commit
+        head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
+        assert head is not None  # an unguarded write inserts or raises
+        return head
+
+    def _plan_and_insert(
+        self,
+        cur: Any,
+        group: list[_Pending],
+        versions: dict[str, int],
+        head: tuple[int, str, str],
+        *,
+        one_by_one: bool,
+        guarded: bool,
+    ) -> tuple[int, str, str] | None:
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them. ``guarded``:
+        ``versions`` and ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member
+        touched) when they no longer hold."""
+        position, prev_hash, last_at = head
+        assumed, versions = versions, dict(versions)
+        # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
+        # so "as of T" is always a prefix of the log.
+        recorded_at = max(format_ts(self._clock()), last_at)
+        planned: list[tuple[_Pending, list[tuple[Any, ...]]]] = []
+        lost: list[tuple[_Pending, ConcurrencyError]] = []  # guarded: their errors hold only if the guard does
+        all_rows: list[tuple[Any, ...]] = []
         for p in group:
             actual = versions[p.stream]
             if actual != p.expected_version:
-                p.error = ConcurrencyError(p.stream, p.expected_version, actual)
+                error = ConcurrencyError(p.stream, p.expected_version, actual)
+                if guarded:
+                    lost.append((p, error))
+                else:
+                    p.error = error
                 continue
-            position, prev_hash, last_at = head
-            # recorded_at never goes backwards in position order, so "as of T" is always a prefix of the log.
-            recorded_at = max(format_ts(self._clock()), last_at)
             rows = chain_rows(
                 position=position,
                 version=actual,
@@ -583,29 +906,66 @@ class SqlEventStore:
             if one_by_one:
                 try:
                     cur.execute("SAVEPOINT group_member")
-                    cur.executemany(insert, rows)
+                    self._insert(cur, rows)
                     cur.execute("RELEASE SAVEPOINT group_member")
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
                     cur.execute("RELEASE SAVEPOINT group_member")
                     p.error = classify_driver_error(exc, self.dialect) or exc
                     continue
-            planned.append((p, rows, recorded_at))
+            else:
+                all_rows.extend(rows)
+            planned.append((p, rows))
             versions[p.stream] = rows[-1][2]
-            head = (rows[-1][0], rows[-1][9], recorded_at)
-        if not one_by_one and planned:
-            all_rows = [row for _, rows, _ in planned for row in rows]
+            position, prev_hash = rows[-1][0], rows[-1][9]
+        if all_rows:
             try:
-                if len(all_rows) == 1:
-                    cur.execute(insert, all_rows[0])
-                else:
-                    cur.executemany(insert, all_rows)
+                if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
+                    return None
             except Exception as exc:
-                if len(planned) > 1:
+                if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
                     raise _MemberRefused from exc
                 raise
-        for p, rows, recorded_at in planned:
-            p.rows, p.recorded_at = rows, recorded_at
+        at = parse_ts(recorded_at)
+        for p, rows in planned:
+            p.rows, p.recorded_at = rows, at
+        for p, lost_race in lost:
+            p.error = lost_race
+        return position, prev_hash, recorded_at
+
+    def _insert(
+        self, cur: Any, rows: list[tuple[Any, ...]], guard: tuple[tuple[int, str, str], dict[str, int]] | None = None
+    ) -> bool:
+        """Insert ``rows`` in position order. On SQLite one multi-row statement per chunk: each statement step
+        releases Python's GIL, and under concurrent writers getting it back cost more than the insert itself.
+
+        ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
+        inserts only if they still hold; ``False`` when it inserted nothing."""
+        if guard is not None:
+            (position, digest, _), streams = guard
+            chunk = rows[:_INSERT_CHUNK]
+            cur.execute(
+                _guarded_insert_sql(len(chunk)),
+                [
+                    *(value for row in chunk for value in row),
+                    digest if position else None,
+                    json.dumps(streams),
+                ],
+            )
+            if cur.rowcount != len(chunk):
+                return False
+            rows = rows[_INSERT_CHUNK:]
+        if not rows:
+            return True
+        if len(rows) == 1:
+            cur.execute(self._insert_one, rows[0])
+        elif self.dialect != "sqlite":
+            cur.executemany(self._insert_one, rows)
+        else:
+            for start in range(0, len(rows), _INSERT_CHUNK):
+                chunk = rows[start : start + _INSERT_CHUNK]
+                cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        return True
 
     # --- reading --------------------------------------------------------------------------------------
 

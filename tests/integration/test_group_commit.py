@@ -37,9 +37,10 @@ Outcome = list[RecordedEvent] | BaseException
 
 
 class HeldFirstTransaction:
-    """Wraps ``store.write_transaction``: the first transaction waits (holding the write lock) until ``queued``
-    appends are queued behind it, so the next leader takes them as one group; counts transactions; optionally
-    fails the group's transaction after its rows were written, before it commits."""
+    """Wraps ``store.write_transaction``: the first transaction, holding the write lock, waits until ``queued``
+    appends (the leader's among them) are queued, so the leader, which takes its group once it holds the lock,
+    takes them all; counts transactions; optionally fails the first transaction after its rows were written,
+    before it commits."""
 
     def __init__(self, store: SqlEventStore, queued: int, fail_group: bool = False) -> None:
         self.store, self.queued, self.fail_group = store, queued, fail_group
@@ -57,7 +58,7 @@ class HeldFirstTransaction:
                     assert time.monotonic() < deadline, "the other appends never queued"
                     time.sleep(0.001)
             yield cur
-            if number == 2 and self.fail_group:
+            if number == 1 and self.fail_group:
                 raise StoreUnavailable("the commit failed", "retry")
 
 
@@ -67,7 +68,7 @@ def race(
     rest: list[tuple[str, int, list[DomainEvent]]],
     fail_group: bool = False,
 ) -> tuple[HeldFirstTransaction, list[Outcome]]:
-    held = HeldFirstTransaction(store, len(rest), fail_group)
+    held = HeldFirstTransaction(store, 1 + len(rest), fail_group)
     store.write_transaction = held  # type: ignore[method-assign]
     outcomes: list[Outcome] = [ValueError("not run")] * (1 + len(rest))
 
@@ -105,9 +106,9 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
         ("session:c", 1, [searched("c")]),  # follows the one before it in the same group, if that came first
     ]
     held, outcomes = race(store, first, rest)
-    # The leader's own; then every queued append in one statement, which the refused row rolls back; then the
-    # same group again, one member at a time under savepoints.
-    assert held.transactions == 3
+    # Every append queued while the leader held the lock, in one statement, which the refused row rolls back;
+    # then the same group again, one member at a time under savepoints.
+    assert held.transactions == 2
     assert isinstance(outcomes[0], list) and isinstance(outcomes[1], list)
     dup = outcomes[2:4]
     assert sum(isinstance(o, list) for o in dup) == 1
@@ -125,26 +126,105 @@ def test_queued_appends_commit_as_one_group_each_with_its_own_check_and_error(st
     assert not any("poisoned-query" in r.data_json for r in store.iter_records())
 
 
-def test_a_group_without_refusals_is_one_transaction(store: SqlEventStore) -> None:
+def test_a_member_that_lost_its_race_keeps_its_own_error_when_the_only_other_member_is_refused(
+    store: SqlEventStore,
+) -> None:
+    install_insert_trigger(store, "poisoned-query", "RAISE EXCEPTION 'poisoned insert'")
+    store.append("session:x", 0, [started("x")], META)
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:b", 0, [searched("b", "poisoned-query")]),  # the database refuses this one
+        ("session:x", 5, [searched("x")]),  # lost its race: its own error, not the refused member's
+    ]
+    _, outcomes = race(store, first, rest)
+    assert isinstance(outcomes[0], list)
+    assert "poisoned" in str(outcomes[1]) and not isinstance(outcomes[1], ConcurrencyError)
+    assert isinstance(outcomes[2], ConcurrencyError) and outcomes[2].actual == 1
+    assert count_rows(store) == 2 and verify_chain(store.iter_records()).ok
+
+
+def test_appends_queued_while_the_leader_waits_for_the_lock_join_its_group_in_one_transaction(
+    store: SqlEventStore,
+) -> None:
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [
         (f"session:g{i}", 0, [started(f"g{i}"), searched(f"g{i}")]) for i in range(7)
     ]
     held, outcomes = race(store, first, rest)
-    assert held.transactions == 2
+    assert held.transactions == 1
     assert all(isinstance(o, list) for o in outcomes)
     assert count_rows(store) == 15 and verify_chain(store.iter_records()).ok
+
+
+def test_a_group_written_without_reading_first_still_checks_every_version_under_the_lock(
+    store: SqlEventStore,
+) -> None:
+    """The leader's commit leaves this store knowing the head, so the group is written straight away (the
+    insert itself checks the head and the versions): one losing member still fails alone, in one transaction."""
+    store.append("session:x", 0, [started("x")], META)
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:dup", 0, [started("dup")]),
+        ("session:dup", 0, [started("dup")]),  # one of the two loses
+        ("session:c", 0, [started("c")]),
+        ("session:c", 1, [searched("c")]),
+        ("session:x", 1, [searched("x")]),
+        ("session:x", 3, [searched("x")]),  # ahead of the stream: loses
+        ("session:x", 0, [searched("x")]),  # behind it: loses
+    ]
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 1
+    assert isinstance(outcomes[0], list)
+    assert sorted(isinstance(o, list) for o in outcomes[1:3]) == [False, True]
+    assert isinstance(outcomes[3], list) and isinstance(outcomes[4], list | ConcurrencyError)
+    assert isinstance(outcomes[5], list)
+    assert isinstance(outcomes[6], ConcurrencyError) and outcomes[6].actual == 2
+    assert isinstance(outcomes[7], ConcurrencyError) and outcomes[7].actual == 2
+    recorded = [r for o in outcomes if isinstance(o, list) for r in o]
+    assert sorted(r.position for r in recorded) == list(range(2, len(recorded) + 2))
+    assert count_rows(store) == len(recorded) + 1 and verify_chain(store.iter_records()).ok
+    head = store.head()
+    for wrong in (7, 1):  # the head is unchanged and known; only the version check can refuse these
+        with pytest.raises(ConcurrencyError) as refused:
+            store.append("session:x", wrong, [searched("x")], META)
+        assert refused.value.actual == 2
+    assert store.head() == head
+    assert store.append("session:x", 2, [searched("x")], META)[0].position == head[0] + 1
+
+
+def test_a_group_after_another_writers_append_reads_the_new_head_and_versions(
+    make_store: StoreFactory,  # noqa: F811
+) -> None:
+    """Another store (another process, say) appends between this store's commits: the head and versions this
+    store remembers are stale, so its group reads them again; the chain extends the real head and a member
+    that the other writer overtook fails alone."""
+    store, other = make_store(), make_store()
+    store.append("session:shared", 0, [started("shared")], META)
+    other.append("session:shared", 1, [searched("shared", "other")], META)
+    first = ("session:lead", 0, [started("lead")])
+    rest: list[tuple[str, int, list[DomainEvent]]] = [
+        ("session:shared", 1, [searched("shared", "mine")]),  # the other store got there first
+        ("session:new", 0, [started("new"), searched("new")]),
+    ]
+    held, outcomes = race(store, first, rest)
+    assert held.transactions == 1
+    assert isinstance(outcomes[1], ConcurrencyError) and outcomes[1].actual == 2
+    assert isinstance(outcomes[2], list) and [r.position for r in outcomes[2]] == [4, 5]
+    assert count_rows(store) == 5 and verify_chain(store.iter_records()).ok
+    assert store.append("session:shared", 2, [searched("shared", "again")], META)[0].position == 6
+    other.append("session:other", 0, [started("other")], META)  # and once more behind this store's back
+    assert store.append("session:shared", 3, [searched("shared", "last")], META)[0].position == 8
+    assert verify_chain(store.iter_records()).ok
 
 
 def test_a_group_that_fails_to_commit_records_nothing_and_fails_every_member(store: SqlEventStore) -> None:
     first = ("session:lead", 0, [started("lead")])
     rest: list[tuple[str, int, list[DomainEvent]]] = [(f"session:g{i}", 0, [started(f"g{i}")]) for i in range(5)]
     held, outcomes = race(store, first, rest, fail_group=True)
-    assert held.transactions == 2
-    assert isinstance(outcomes[0], list)
-    assert all(isinstance(o, StoreUnavailable) for o in outcomes[1:])
-    assert len({id(o) for o in outcomes[1:]}) == 5  # each thread raises its own copy
-    assert count_rows(store) == 1
+    assert held.transactions == 1
+    assert all(isinstance(o, StoreUnavailable) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 6  # each thread raises its own copy
+    assert count_rows(store) == 0
     assert verify_chain(store.iter_records()).ok
 
 
