@@ -615,14 +615,18 @@ class SqlEventStore:
         params: Sequence[Any] = (),
         order: str = "position",
         limit: int | None = None,
+        *,
+        after: int = 0,
     ) -> list[tuple[Any, ...]]:
         # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
-        text = f"SELECT {columns} FROM events WHERE position >= 1{' AND ' + conditions if conditions else ''}"
+        # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
+        # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
+        text = f"SELECT {columns} FROM events WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
-            cur.execute(self.sql(text), tuple(params))
+            cur.execute(self.sql(text), (max(after, 0), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
             return rows
 
@@ -709,8 +713,8 @@ class SqlEventStore:
         """Pages of rows (``columns``, position first) after ``after``, each its own query from the last
         position of the one before."""
         while True:
-            clauses: list[str] = ["position > ?"]
-            params: list[Any] = [after]
+            clauses: list[str] = []
+            params: list[Any] = []
             if until is not None:
                 clauses.append("position <= ?")
                 params.append(until)
@@ -723,7 +727,7 @@ class SqlEventStore:
             if agent is not None:
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
-            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size)
+            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size, after=after)
             if page:
                 yield page
             if len(page) < batch_size:
