@@ -15,6 +15,7 @@ returns, without the copy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MemberDescriptorType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -29,7 +30,7 @@ def _slots(cls: type) -> tuple[str, ...]:
     for name in slots:
         if not name.isidentifier() or name.startswith("_"):
             raise TypeError(f"{cls.__name__}.{name} cannot be copied by a generated copier")
-        if type(cls.__dict__.get(name)).__name__ != "member_descriptor":
+        if not isinstance(cls.__dict__.get(name), MemberDescriptorType):
             raise TypeError(f"{cls.__name__}.{name} is not a slot of the class itself")
     return slots
 
