@@ -2,8 +2,8 @@
 
 ``dataclasses.replace`` re-inspects the fields and runs ``__init__`` on every call, and it was the largest
 single cost of a replay. The state classes here have no ``__post_init__``, so copying the slots and applying
-the changes gives the same object. Each class gets a copier generated once, on first use: one keyword
-parameter per field and straight-line code (no loop, no ``getattr``) that writes each slot through its own
+the changes gives the same object. Each class gets a copier generated once, on first use: one parameter per
+field and straight-line code (no loop, no ``getattr``) that writes each slot through its own
 descriptor (a frozen class refuses ``setattr``; the slot's ``__set__`` is about twice as fast as
 ``object.__setattr__``). A new object is returned; the old one is untouched.
 
@@ -44,18 +44,23 @@ def _generate(cls: type, kind: str, source: str) -> Callable[..., Any]:
     return fn
 
 
+# The generated functions take the fields as ordinary parameters with defaults, though callers name them: a
+# keyword-only parameter left out is filled by a dict lookup in ``__kwdefaults__`` on every call, an ordinary one
+# from the ``__defaults__`` tuple. (Slots never start with ``_``, so ``_obj`` and ``_new_obj`` cannot clash.)
+
+
 def _copier(cls: type) -> Callable[..., Any]:
     slots = _slots(cls)
     params = ", ".join(f"{name}=_MISSING" for name in slots)
-    body = "\n".join(f"    _s_{name}(new, obj.{name} if {name} is _MISSING else {name})" for name in slots)
-    return _generate(cls, "copier", f"def fn(obj, *, {params}):\n    new = _new(cls)\n{body}\n    return new\n")
+    body = "\n".join(f"    _s_{name}(_new_obj, _obj.{name} if {name} is _MISSING else {name})" for name in slots)
+    return _generate(cls, "copier", f"def fn(_obj, {params}):\n    _new_obj = _new(cls)\n{body}\n    return _new_obj\n")
 
 
 def _setter(cls: type) -> Callable[..., Any]:
     slots = _slots(cls)
     params = ", ".join(f"{name}=_MISSING" for name in slots)
-    body = "\n".join(f"    if {name} is not _MISSING:\n        _s_{name}(obj, {name})" for name in slots)
-    return _generate(cls, "setter", f"def fn(obj, *, {params}):\n{body}\n    return obj\n")
+    body = "\n".join(f"    if {name} is not _MISSING:\n        _s_{name}(_obj, {name})" for name in slots)
+    return _generate(cls, "setter", f"def fn(_obj, {params}):\n{body}\n    return _obj\n")
 
 
 def _name_unknown(cls: type, changes: dict[str, Any], exc: TypeError) -> None:
