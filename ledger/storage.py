@@ -15,6 +15,7 @@ import copy
 import datetime as _dt
 import errno
 import functools
+import itertools
 import json
 import os
 import sqlite3
@@ -53,7 +54,7 @@ from ledger.errors import (
 )
 from ledger.events import DomainEvent, RecordedEvent
 from ledger.limits import Timeouts
-from ledger.mapper import decode, encode, encode_meta
+from ledger.mapper import ROW_COLUMNS, decode, decode_row, encode, encode_meta
 
 # PostgreSQL serialises writers with a transaction-level advisory lock in its two-int form: the first int is
 # the oid of this ledger's ``events`` table (so ledgers in different schemas of one database never wait for each
@@ -972,14 +973,29 @@ class SqlEventStore:
     def _select(
         self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
     ) -> list[StoredRecord]:
+        return [StoredRecord(*r) for r in self._rows(_COLUMNS, conditions, params, order, limit)]
+
+    def _rows(
+        self,
+        columns: str,
+        conditions: str = "",
+        params: Sequence[Any] = (),
+        order: str = "position",
+        limit: int | None = None,
+        *,
+        after: int = 0,
+    ) -> list[tuple[Any, ...]]:
         # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
-        text = f"SELECT {_COLUMNS} FROM events WHERE position >= 1{' AND ' + conditions if conditions else ''}"
+        # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
+        # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
+        text = f"SELECT {columns} FROM events WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
-            cur.execute(self.sql(text), tuple(params))
-            return [StoredRecord(*r) for r in cur.fetchall()]
+            cur.execute(self.sql(text), (max(after, 0), *params))
+            rows: list[tuple[Any, ...]] = cur.fetchall()
+            return rows
 
     @contextlib.contextmanager
     def _read_cursor(self) -> Iterator[Any]:
@@ -1047,9 +1063,40 @@ class SqlEventStore:
 
         ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
         one agent's events never needs the others)."""
+        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size):
+            yield from itertools.starmap(StoredRecord, page)
+
+    def iter_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[RecordedEvent]:
+        """Yield typed events in position order (upcast on read), filtered and paged as :meth:`iter_records`.
+
+        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between)."""
+        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size):
+            yield from itertools.starmap(decode_row, page)
+
+    def _pages(
+        self,
+        columns: str,
+        after: int,
+        until: int | None,
+        stream: str | None,
+        types: Sequence[str] | None,
+        agent: str | None,
+        batch_size: int,
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Pages of rows (``columns``, position first) after ``after``, each its own query from the last
+        position of the one before."""
         while True:
-            clauses: list[str] = ["position > ?"]
-            params: list[Any] = [after]
+            clauses: list[str] = []
+            params: list[Any] = []
             if until is not None:
                 clauses.append("position <= ?")
                 params.append(until)
@@ -1062,16 +1109,12 @@ class SqlEventStore:
             if agent is not None:
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
-            page = self._select(" AND ".join(clauses), params, limit=batch_size)
-            yield from page
+            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size, after=after)
+            if page:
+                yield page
             if len(page) < batch_size:
                 return
-            after = page[-1].position
-
-    def iter_events(self, after: int = 0, until: int | None = None, **kw: Any) -> Iterator[RecordedEvent]:
-        """Yield typed events in position order (upcast on read)."""
-        for rec in self.iter_records(after, until, **kw):
-            yield decode(rec)
+            after = page[-1][0]
 
     def verify(self, progress: Callable[[int], None] | None = None, batch_size: int = 5000) -> ChainReport:
         """Recompute the whole hash chain; report the first position where it breaks.

@@ -32,9 +32,9 @@ def evolve(stats: AgentToolStats, passed: bool) -> AgentToolStats:
 
 
 def stats_key(rec: RecordedEvent) -> tuple[str, str, str] | None:
-    """Keyed by (agent, tool, action) of each recorded check."""
+    """Keyed by (agent, tool, action) of each recorded check (matched on the exact type, as in the other folds)."""
     e = rec.event
-    return (rec.agent or "", e.tool, e.action) if isinstance(e, ParameterChecked) else None
+    return (rec.agent or "", e.tool, e.action) if type(e) is ParameterChecked else None
 
 
 def evolve_checked(stats: AgentToolStats | None, rec: RecordedEvent) -> AgentToolStats:

@@ -32,6 +32,7 @@ from ledger.events import (
     SessionEnded,
     SessionStarted,
 )
+from ledger.mapper import decode
 from ledger.search_index import SearchIndex
 from ledger.service import Actor, Ledger
 from ledger.storage import SqlEventStore, make_engine
@@ -365,7 +366,17 @@ def test_iter_records_and_iter_events_filter_by_stream_type_after_and_until_acro
             assert [r.position for r in records] == expected, (f, batch_size)
         events = list(filled.iter_events(f["after"], f["until"], stream=f["stream"], types=f["types"], batch_size=2))
         assert [e.position for e in events] == expected, f
-        assert [e.hash for e in events] == [everything[p - 1].hash for p in expected]
+        # iter_events reads its own columns and decodes rows directly: the same events decode() makes of records.
+        assert events == [decode(everything[p - 1]) for p in expected], f
+
+
+def test_iter_events_filtered_by_agent_equals_the_decoded_records_of_that_agent(filled: SqlEventStore) -> None:
+    filled.append("session:z", 0, [started("z")], {"agent": "zed", "source": "cli"})
+    everything = list(filled.iter_records())
+    for agent in ("alice", "zed", "nobody"):
+        expected = [decode(r) for r in everything if decode(r).agent == agent]
+        for batch_size in (1, 4, 5000):
+            assert list(filled.iter_events(agent=agent, batch_size=batch_size)) == expected, (agent, batch_size)
 
 
 def test_paging_returns_every_record_once_when_the_batch_size_divides_the_log_exactly(

@@ -124,6 +124,9 @@ def test_a_row_forced_in_at_position_0_is_never_obeyed_and_verify_reports_it(led
     assert not report.ok
     assert report.reason is not None and "outside 1.." in report.reason
     assert report.first_bad_position == 0
+    for after in (-10, -1, 0):  # no read from before the chain's start shows it either
+        assert min(r.position for r in ledger.store.iter_records(after)) == 1
+        assert min(e.position for e in ledger.store.iter_events(after)) == 1
 
 
 def test_a_row_forced_in_at_position_0_in_the_streams_next_slot_fails_the_gate_closed(ledger: Ledger) -> None:
