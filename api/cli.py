@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer.core
 
-from api.settings import Settings
 from ledger.errors import InvalidInput, LedgerError, StoreBusy
 from ledger.limits import MAX_INT64
 from ledger.text import HINT as TEXT_HINT
@@ -24,6 +23,7 @@ from ledger.text import bad_char, find_bad_text
 if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` and ``--version`` stay fast
     from rich.console import Console
 
+    from api.settings import Settings
     from ledger.results import BlockOut, TaskInfo
     from ledger.service import Actor, Ledger
 
@@ -126,10 +126,14 @@ def _global(
         overrides["home"] = home
     if key_file:
         overrides["key_file"] = key_file
+    from api.settings import Settings  # pydantic-settings: not on the path of --help
+
     ctx.obj = Settings(**overrides)
 
 
 def _settings(ctx: typer.Context) -> Settings:
+    from api.settings import Settings
+
     settings = ctx.obj
     assert isinstance(settings, Settings)
     return settings
