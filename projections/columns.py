@@ -529,35 +529,28 @@ def _reader(column: Any, kind: str, optional: bool) -> Callable[[int], Any]:
 
 def _writer(name: str, column: Any, kind: str, optional: bool) -> Callable[[Any, int | None], None]:
     get = _getter(name)
+    target = column
     if isinstance(column, _Codes):
-        code, codes = column.code, column.codes
-
-        def write_code(obj: Any, row: int | None) -> None:
-            c = code(get(obj))
-            if row is None:
-                codes.append(c)
-            else:
-                codes[row] = c
-
-        return write_code
-    if kind == "time":
-        convert: Callable[[Any], Any] = _micros
+        convert: Callable[[Any], Any] = column.code
+        target = column.codes
+    elif kind == "time":
+        convert = _micros
     elif kind == "float":
         convert = float
     elif kind == "bool":
         convert = int
     else:
         convert = _check_int
-    if optional:
+    if optional and not isinstance(column, _Codes):
         inner = convert
         convert = lambda v: _NONE if v is None else inner(v)  # noqa: E731
 
     def write(obj: Any, row: int | None) -> None:
         value = convert(get(obj))
         if row is None:
-            column.append(value)
+            target.append(value)
         else:
-            column[row] = value
+            target[row] = value
 
     return write
 

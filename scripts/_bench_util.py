@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 # --- statistics ---------------------------------------------------------------------------------------------
 
@@ -278,3 +279,28 @@ def write_section(path: Path, marker: str, text: str) -> None:
         nxt = rest.find("\n## ")
         previous = previous[:start] + (rest[nxt:] if nxt >= 0 else "")
     path.write_text(previous.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n", encoding="utf-8")
+
+
+def free_port() -> int:
+    """A free TCP port on loopback, for a server a benchmark starts."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, proc: Any, patience_s: float = 300) -> None:
+    """Wait until ``url`` answers (readiness on a loaded machine, not a measurement); fail if ``proc`` exits."""
+    import httpx
+
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server at {url} exited with {proc.returncode}")
+        try:
+            httpx.get(url, timeout=10)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the server at {url} did not answer")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,9 +40,7 @@ WORDS = ["release", "checklist", "deploy", "migrate", "events", "table", "sessio
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return _bench_util.free_port()
 
 
 def status_mb(pid: int, field: str) -> float:
@@ -52,16 +49,7 @@ def status_mb(pid: int, field: str) -> float:
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 300  # readiness on a loaded machine, not a measurement
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server at {url} exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=10)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the server at {url} did not answer")
+    _bench_util.wait_http(url, proc)
 
 
 async def client(base: str, n: int, stop_at: float, counts: list[int]) -> None:

@@ -24,7 +24,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -61,22 +60,11 @@ WORDS = ["migration", "hash", "chain", "token", "session", "replay", "index", "d
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return _bench_util.free_port()
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120  # readiness on a loaded machine, not a measurement
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server at {url} exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=5)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"the server at {url} did not answer")
+    _bench_util.wait_http(url, proc)
 
 
 def seed(home: Path, env: dict[str, str]) -> None:
