@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 
-from ledger import keys
-from ledger.events import KeyRole
+from ledger.core.events import KeyRole
+from ledger.keys import ring as keys
 from ledger.service import Actor, Ledger, Source
 from projections.apikeys import KeyRing, KeyView
 

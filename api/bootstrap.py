@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.settings import Settings
-from ledger import clock as _clock
-from ledger import receipts, signing
-from ledger.enforcement import EnforcementConfigError, RuleSet, load_rules
-from ledger.errors import InvalidInput
-from ledger.search_index import SearchIndex
+from ledger.core import clock as _clock
+from ledger.core import signing
+from ledger.core.errors import InvalidInput
+from ledger.core.storage import SqlEventStore, make_engine
+from ledger.enforcement.decisions import EnforcementConfigError, RuleSet, load_rules
 from ledger.service import Actor, Ledger, LedgerConfig
-from ledger.storage import SqlEventStore, make_engine
-from ledger.workflow import Workflow, WorkflowError, load_workflow
+from ledger.sessions import receipts
+from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
+from projections.search_index import SearchIndex
 
 
 @dataclass(frozen=True)

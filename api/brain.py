@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.mcp_server import ToolContext, _ledger_call
 from api.rest import Caller
-from ledger import brain_service
-from ledger.brain import MIN_CONTRIBUTION_CHARS
-from ledger.brain_service import BrainAnswer, BrainHealth
-from ledger.errors import LedgerError
-from ledger.memory import MAX_CONTENT_CHARS
+from ledger.brain import handlers as brain_service
+from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
+from ledger.brain.handlers import BrainAnswer, BrainHealth
+from ledger.core.errors import LedgerError
+from ledger.memory.decisions import MAX_CONTENT_CHARS
 from ledger.service import Actor, Ledger, check_agent
 
 _CONTEXT_HELP = "what you are working on: steers retrieval (recorded with the search)"

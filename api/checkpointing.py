@@ -16,8 +16,9 @@ from pydantic import BaseModel
 
 from api.rest import Caller
 from api.settings import Settings
-from ledger import checkpoints, signing
-from ledger.errors import LedgerError, NotFound
+from ledger.audit import checkpoints
+from ledger.core import signing
+from ledger.core.errors import LedgerError, NotFound
 from ledger.service import Actor, Ledger
 
 log = logging.getLogger(__name__)

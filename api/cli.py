@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer.core
 
-from ledger.errors import InvalidInput, LedgerError, StoreBusy
-from ledger.limits import MAX_INT64
-from ledger.text import HINT as TEXT_HINT
-from ledger.text import bad_char, find_bad_text
+from ledger.core.errors import InvalidInput, LedgerError, StoreBusy
+from ledger.core.limits import MAX_INT64
+from ledger.core.text import HINT as TEXT_HINT
+from ledger.core.text import bad_char, find_bad_text
 
 if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` and ``--version`` stay fast
     from rich.console import Console
@@ -187,7 +187,7 @@ def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
 
 
 def _when(text: str | None) -> _dt.datetime | None:
-    from ledger.canonical import parse_ts
+    from ledger.core.canonical import parse_ts
 
     if text is None:
         return None
@@ -332,7 +332,7 @@ def keys_public(
     fmt: Annotated[str, typer.Option("--format", help="pem | jwk | json (both, with the key id)")] = "pem",
 ) -> None:
     """Print the ledger's public signing key: give it to whoever checks receipts and checkpoints."""
-    from ledger import signing
+    from ledger.core import signing
 
     if fmt not in {"pem", "jwk", "json"}:
         raise _fail(InvalidInput(f"--format {fmt!r} is not known", "use pem, jwk or json"))
@@ -411,7 +411,7 @@ def mcp(
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
     from api.bootstrap import initialise
     from api.mcp_server import build_mcp
-    from ledger import project_context
+    from ledger.anchor import project as project_context
 
     try:
         ledger, _ = initialise(_settings(ctx), seed_new=True)
@@ -541,7 +541,8 @@ def verify(
     The chain alone proves the log is self-consistent. With checkpoints kept elsewhere it also proves that no
     event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an emptied table).
     """
-    from ledger import checkpoints, signing
+    from ledger.audit import checkpoints
+    from ledger.core import signing
 
     with _ledger(ctx) as ledger:
         sources = list(checkpoints.read_sources(checkpoint or [])) if checkpoint else []
@@ -575,7 +576,7 @@ def checkpoint_cmd(
     ] = None,
 ) -> None:
     """Sign the current head of the log. Keep checkpoints where the database's writers cannot reach them."""
-    from ledger import checkpoints
+    from ledger.audit import checkpoints
 
     with _ledger(ctx) as ledger:
         signed = ledger.checkpoint()
@@ -608,7 +609,8 @@ def verify_stamp(
     On the ledger host it checks the signature and that the log still holds the stamp event. With --public-key it
     checks only the signature, anywhere, without the database.
     """
-    from ledger import signing, stamps
+    from ledger.core import signing
+    from ledger.sessions import stamps
 
     if public_key is not None:
         try:
@@ -806,7 +808,7 @@ def report_enforcement(
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
     from rich.table import Column, Table
 
-    from ledger.enforcement_report import enforcement_report
+    from ledger.enforcement.report import enforcement_report
 
     with _ledger(ctx) as ledger:
         report = enforcement_report(ledger, agent, as_of=_when(as_of), position=position)
@@ -1148,8 +1150,8 @@ def doctor(ctx: typer.Context) -> None:
     from rich.table import Table
 
     from api.bootstrap import open_ledger, redact
-    from ledger import checkpoints
-    from ledger.search_index import CHECKPOINT
+    from ledger.audit import checkpoints
+    from projections.search_index import CHECKPOINT
 
     settings = _settings(ctx)
     table = Table("check", "status", "detail")

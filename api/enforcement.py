@@ -12,7 +12,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 from api.mcp_server import ToolContext, _ledger_call
-from ledger import enforcement_limits as limits
+from ledger.enforcement import limits
 from ledger.results import ManagedResult
 
 # locals() of a tool also holds the closure variables it uses (tools, ledger).

@@ -19,9 +19,10 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, model_validator
 
 from api.auth import identity_from_headers, proven_for_request
-from ledger import gate
-from ledger.errors import LedgerError, SessionLocked, StoreBusy, StoreUnavailable
-from ledger.recall import MAX_TOP_K
+from ledger.core.errors import LedgerError, SessionLocked, StoreBusy, StoreUnavailable
+from ledger.core.text import HINT as TEXT_HINT
+from ledger.core.text import find_bad_text
+from ledger.memory.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
     AssertResult,
@@ -35,8 +36,7 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service import Actor, Ledger
-from ledger.text import HINT as TEXT_HINT
-from ledger.text import find_bad_text
+from ledger.sessions import gate
 
 T = TypeVar("T")
 

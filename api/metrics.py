@@ -45,11 +45,11 @@ from prometheus_client.registry import Collector
 
 from api.params import AsOf, Position
 from api.rest import Caller
-from ledger import access
-from ledger.enforcement import EnforcementLevel, Outcome
-from ledger.enforcement_report import COUNTED_TYPES, EnforcementReport, LedgerCounts, enforcement_report
-from ledger.enforcement_service import Check
-from ledger.events import RefusalReason
+from ledger.core.events import RefusalReason
+from ledger.enforcement.decisions import EnforcementLevel, Outcome
+from ledger.enforcement.handlers import Check
+from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts, enforcement_report
+from ledger.keys import access
 from ledger.service import Actor, Ledger
 
 # Prometheus text format 0.0.4 (prometheus-client >= 0.21 names it; older versions' LATEST is that format).

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Query
 from pydantic import BeforeValidator
 
-from ledger.limits import MAX_INT64
+from ledger.core.limits import MAX_INT64
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.chain import StoredRecord
+from ledger.core.chain import StoredRecord
 
 
 def event_dict(rec: StoredRecord) -> dict[str, Any]:

@@ -27,10 +27,13 @@ from api.params import AsOf, Position
 from api.render import event_dict
 from api.responses import ERROR_RESPONSES
 from api.settings import Settings
-from ledger import access, gate, memory
-from ledger.errors import InvalidInput, LedgerError, StoreBusy, StoreUnavailable
-from ledger.limits import MAX_INT64
-from ledger.recall import MAX_TOP_K
+from ledger.core.errors import InvalidInput, LedgerError, StoreBusy, StoreUnavailable
+from ledger.core.limits import MAX_INT64
+from ledger.core.text import HINT as TEXT_HINT
+from ledger.core.text import find_bad_text, printable
+from ledger.keys import access
+from ledger.memory import decisions as memory
+from ledger.memory.recall import MAX_TOP_K
 from ledger.results import (
     AnchorResult,
     AssertResult,
@@ -47,8 +50,7 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service import Actor, Ledger
-from ledger.text import HINT as TEXT_HINT
-from ledger.text import find_bad_text, printable
+from ledger.sessions import gate
 
 MAX_EVENTS_PAGE = 1000
 T = TypeVar("T")

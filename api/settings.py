@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ledger.limits import Timeouts
+from ledger.core.limits import Timeouts
 
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 

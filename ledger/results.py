@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ledger.anchoring import Enforcement
-from ledger.events import KeyRole
-from ledger.recall import Scored
+from ledger.anchor.decisions import Enforcement
+from ledger.core.events import KeyRole
+from ledger.memory.recall import Scored
 from projections.apikeys import KeyView
 from projections.compliance import AgentCompliance
 from projections.sessions import SessionView, TokenStatus

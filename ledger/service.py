@@ -11,24 +11,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import (
-    access,
-    anchor,
-    anchoring,
-    checkpoints,
-    gate,
-    memory,
-    project_context,
-    receipts,
-    sessions,
-    signing,
-    stamps,
-)
-from ledger.canonical import require_utf8
-from ledger.chain import ChainReport, StoredRecord
-from ledger.enforcement_service import EnforcementCommands
-from ledger.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
-from ledger.events import (
+from ledger.anchor import decisions as anchoring
+from ledger.anchor import project as project_context
+from ledger.anchor import proof as anchor
+from ledger.audit import checkpoints
+from ledger.core import signing
+from ledger.core.canonical import require_utf8
+from ledger.core.chain import ChainReport, StoredRecord
+from ledger.core.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
+from ledger.core.events import (
     AnchorLocked,
     ComplianceRefused,
     ComplianceStamped,
@@ -37,9 +28,12 @@ from ledger.events import (
     RecordedEvent,
     SigningKeyBound,
 )
-from ledger.keys_service import API_KEYS_STREAM, KeyCommands
-from ledger.mapper import decode
-from ledger.memory_service import MemoryCommands, score_one, stats_of
+from ledger.core.mapper import decode
+from ledger.enforcement.handlers import EnforcementCommands
+from ledger.keys import access
+from ledger.keys.handlers import API_KEYS_STREAM, KeyCommands
+from ledger.memory import decisions as memory
+from ledger.memory.handlers import MemoryCommands, score_one, stats_of
 from ledger.results import (
     AgentReport,
     AnchorResult,
@@ -54,6 +48,8 @@ from ledger.results import (
     StampVerification,
 )
 from ledger.service_base import Actor, LedgerConfig, Source, check_agent
+from ledger.sessions import decisions as sessions
+from ledger.sessions import gate, receipts, stamps
 from projections import sessions as session_proj
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
 from projections.active_hours import active_hours as active_hours_of

@@ -13,17 +13,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ledger import access, project_context, receipts, sessions, signing, snapshots
-from ledger import clock as _clock
-from ledger.enforcement import RuleSet, load_rules
-from ledger.errors import ConcurrencyError, InvalidInput, NotFound, NotInitialised, StoreUnavailable
-from ledger.events import DomainEvent, KeyRole, RecordedEvent
-from ledger.search_index import SearchIndex
-from ledger.storage import SqlEventStore
-from ledger.workflow import Workflow, load_workflow
+from ledger.anchor import project as project_context
+from ledger.core import clock as _clock
+from ledger.core import signing
+from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound, NotInitialised, StoreUnavailable
+from ledger.core.events import DomainEvent, KeyRole, RecordedEvent
+from ledger.core.storage import SqlEventStore
+from ledger.enforcement.decisions import RuleSet, load_rules
+from ledger.keys import access
+from ledger.sessions import decisions as sessions
+from ledger.sessions import receipts
+from ledger.workflow.decisions import Workflow, load_workflow
 from projections import sessions as session_proj
+from projections import snapshots
 from projections.active_hours import IDLE_TIMEOUT
 from projections.runner import COMPLIANCE, ProjectionRunner
+from projections.search_index import SearchIndex
 from projections.sessions import SessionView
 
 Source = Literal["mcp", "rest", "cli"]

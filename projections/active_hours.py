@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.events import RecordedEvent, SessionEnded, SessionStarted
+from ledger.core.events import RecordedEvent, SessionEnded, SessionStarted
 from projections._copy import with_changes
 from projections.sessions import session_key
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ledger.events import ApiKeyIssued, ApiKeyRevoked, KeyRole, RecordedEvent
+from ledger.core.events import ApiKeyIssued, ApiKeyRevoked, KeyRole, RecordedEvent
 from projections._copy import with_changes
 
 STREAM = "apikeys"

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.events import MemoryRemembered, MemorySearched, RecordedEvent
+from ledger.core.events import MemoryRemembered, MemorySearched, RecordedEvent
 
 HIGHWAY_MIN_RETRIEVALS = 3
 HIGHWAY_MIN_AGENTS = 2

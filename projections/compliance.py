@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ledger.events import (
+from ledger.core.events import (
     AnchorAttempted,
     AnchorLocked,
     ComplianceRefused,

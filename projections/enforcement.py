@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.events import ParameterChecked, RecordedEvent
+from ledger.core.events import ParameterChecked, RecordedEvent
 
 STREAM_PREFIX = "enforcement:"
 

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.events import (
+from ledger.core.events import (
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryOutcomeRecorded,

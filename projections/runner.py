@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMappin
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ledger.events import EVENT_TYPES, DomainEvent, ParameterChecked, RecordedEvent
+from ledger.core.events import EVENT_TYPES, DomainEvent, ParameterChecked, RecordedEvent
 from projections import active_hours, brain, compliance, enforcement, memory, sessions
 from projections.columns import NONE, ColumnTable
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ledger.events import (
+from ledger.core.events import (
     AnchorAttempted,
     AnchorLocked,
     AnchorUnlocked,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ledger.events import (
+from ledger.core.events import (
     RecordedEvent,
     TaskCreated,
     TaskDnaUpdated,

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from api.bootstrap import initialise  # noqa: E402
 from api.settings import Settings  # noqa: E402
-from ledger import anchor, project_context  # noqa: E402
+from ledger.anchor import project as project_context  # noqa: E402
+from ledger.anchor import proof as anchor  # noqa: E402
 from ledger.service import Actor  # noqa: E402
 
 SECTION = "## Odyssean Anchor validation"

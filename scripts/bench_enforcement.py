@@ -35,8 +35,8 @@ from pydantic import ValidationError  # noqa: E402
 
 from api.bootstrap import initialise  # noqa: E402
 from api.settings import Settings  # noqa: E402
-from ledger import enforcement as enf  # noqa: E402
-from ledger.events import ParameterChecked  # noqa: E402
+from ledger.core.events import ParameterChecked  # noqa: E402
+from ledger.enforcement import decisions as enf  # noqa: E402
 from ledger.service import Actor  # noqa: E402
 
 SECTION = "## Parameter enforcement (scripts/bench_enforcement.py)"

@@ -60,10 +60,9 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from ledger import gate, memory  # noqa: E402
-from ledger.canonical import format_ts  # noqa: E402
-from ledger.chain import GENESIS_HASH, StoredRecord, record_hash  # noqa: E402
-from ledger.events import (  # noqa: E402
+from ledger.core.canonical import format_ts  # noqa: E402
+from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash  # noqa: E402
+from ledger.core.events import (  # noqa: E402
     EVENT_TYPES,
     ComplianceRefused,
     ComplianceStamped,
@@ -73,8 +72,10 @@ from ledger.events import (  # noqa: E402
     SessionEnded,
     SessionStarted,
 )
-from ledger.mapper import ROW_COLUMNS, decode, decode_row, encode, encode_meta  # noqa: E402
-from ledger.storage import SqlEventStore, make_engine, normalise_url  # noqa: E402
+from ledger.core.mapper import ROW_COLUMNS, decode, decode_row, encode, encode_meta  # noqa: E402
+from ledger.core.storage import SqlEventStore, make_engine, normalise_url  # noqa: E402
+from ledger.memory import decisions as memory  # noqa: E402
+from ledger.sessions import gate  # noqa: E402
 from projections.runner import ALL, COMPLIANCE, SESSIONS, ProjectionRunner  # noqa: E402
 
 console = Console(stderr=True)
@@ -1086,7 +1087,7 @@ def bench_pg(sizes: Sizes, report: Report) -> None:
     import psycopg
     import sqlalchemy as sa
 
-    from ledger.storage import APPEND_LOCK
+    from ledger.core.storage import APPEND_LOCK
 
     console.log("[bold]PostgreSQL appends[/]: 1 and 4 concurrent writers")
     try:

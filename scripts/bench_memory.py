@@ -51,15 +51,17 @@ from sqlalchemy import event as sa_event  # noqa: E402
 
 from api.bootstrap import initialise, open_ledger  # noqa: E402
 from api.settings import Settings  # noqa: E402
-from ledger import memory, recall, search_index  # noqa: E402
-from ledger.canonical import format_ts  # noqa: E402
-from ledger.chain import chain_rows  # noqa: E402
-from ledger.constitution import CONSTITUTION  # noqa: E402
-from ledger.events import MemoryRemembered, MemorySearched  # noqa: E402
-from ledger.mapper import encode, encode_meta  # noqa: E402
-from ledger.search_index import query_terms  # noqa: E402
+from ledger.core.canonical import format_ts  # noqa: E402
+from ledger.core.chain import chain_rows  # noqa: E402
+from ledger.core.events import MemoryRemembered, MemorySearched  # noqa: E402
+from ledger.core.mapper import encode, encode_meta  # noqa: E402
+from ledger.core.storage import SqlEventStore  # noqa: E402
+from ledger.memory import decisions as memory  # noqa: E402
+from ledger.memory import recall  # noqa: E402
+from ledger.memory.constitution import CONSTITUTION  # noqa: E402
 from ledger.service import Actor, Ledger  # noqa: E402
-from ledger.storage import SqlEventStore  # noqa: E402
+from projections import search_index  # noqa: E402
+from projections.search_index import query_terms  # noqa: E402
 
 console = Console(stderr=True, width=160, log_path=False)
 

@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import _bench_util  # noqa: E402
 
-from ledger.errors import StoreBusy  # noqa: E402
-from ledger.events import MemorySearched, SessionStarted  # noqa: E402
-from ledger.storage import MAX_GROUP, SqlEventStore, make_engine  # noqa: E402
+from ledger.core.errors import StoreBusy  # noqa: E402
+from ledger.core.events import MemorySearched, SessionStarted  # noqa: E402
+from ledger.core.storage import MAX_GROUP, SqlEventStore, make_engine  # noqa: E402
 
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 MARKER = "\n## Concurrent writers (scripts/bench_writers.py)"

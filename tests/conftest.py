@@ -17,7 +17,7 @@ import pytest
 
 from api.bootstrap import initialise
 from api.settings import Settings
-from ledger import clock as _clock
+from ledger.core import clock as _clock
 from ledger.service import Ledger
 from tests.anchor_support import git
 

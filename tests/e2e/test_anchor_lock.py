@@ -19,7 +19,7 @@ from mcp import Client
 from api.mcp_server import build_mcp
 from api.rest import build_app
 from api.settings import Settings
-from ledger.errors import SessionLocked
+from ledger.core.errors import SessionLocked
 from ledger.service import Actor, Ledger
 from tests.anchor_support import proof
 from tests.conftest import LedgerFactory

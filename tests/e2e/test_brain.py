@@ -20,8 +20,8 @@ from mcp import Client
 
 from api.mcp_server import build_mcp
 from api.settings import Settings
-from ledger.events import MemoryRemembered, MemorySearched
-from ledger.memory import MAX_CONTENT_CHARS, block_id_for
+from ledger.core.events import MemoryRemembered, MemorySearched
+from ledger.memory.decisions import MAX_CONTENT_CHARS, block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import rpc, running

@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 
 from api.settings import Settings
-from ledger import checkpoints, signing
+from ledger.audit import checkpoints
+from ledger.core import signing
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running

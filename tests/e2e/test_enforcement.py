@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from api.mcp_server import build_mcp
-from ledger import enforcement as enf
-from ledger.events import ParameterChecked
+from ledger.core.events import ParameterChecked
+from ledger.enforcement import decisions as enf
 from ledger.service import Actor, Ledger
 from projections.runner import ENFORCEMENT
 from tests.conftest import LedgerFactory
@@ -189,7 +189,7 @@ def test_an_internal_enforcement_error_fails_closed_unless_the_rule_says_fail_op
 ) -> None:
     # The default rules, with fail_open set on manage_task.update.
     rules = tmp_path / "rules.yaml"
-    default = resources.files("ledger").joinpath("enforcement_rules.yaml").read_text(encoding="utf-8")
+    default = resources.files("ledger.enforcement").joinpath("enforcement_rules.yaml").read_text(encoding="utf-8")
     rules.write_text(
         default.replace(
             "      update:\n        level: warning\n        required_params:\n          - work_notes",

@@ -14,9 +14,9 @@ import pytest
 from mcp import Client
 
 from api.mcp_server import build_mcp
-from ledger import enforcement as enf
-from ledger import enforcement_limits as limits
-from ledger.events import ParameterChecked
+from ledger.core.events import ParameterChecked
+from ledger.enforcement import decisions as enf
+from ledger.enforcement import limits
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.mcp_support import call

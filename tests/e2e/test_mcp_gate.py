@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from api.mcp_server import build_mcp
-from ledger.gate import STAMP_ZERO
+from ledger.sessions.gate import STAMP_ZERO
 from tests.conftest import LedgerFactory
 from tests.mcp_support import call
 

@@ -13,8 +13,8 @@ from mcp import Client
 
 from api.mcp_server import build_mcp
 from api.settings import Settings
-from ledger.constitution import CONSTITUTION
-from ledger.memory import block_id_for
+from ledger.memory.constitution import CONSTITUTION
+from ledger.memory.decisions import block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running, tool

@@ -18,7 +18,7 @@ from mcp import Client
 from api.mcp_server import build_mcp
 from api.rest import build_app
 from api.settings import Settings
-from ledger import memory
+from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 

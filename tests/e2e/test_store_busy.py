@@ -22,8 +22,8 @@ from mcp import Client
 from api.mcp_server import build_mcp
 from api.rest import build_app
 from api.settings import Settings
+from ledger.core.storage import SqlEventStore, make_engine
 from ledger.service import Actor, Ledger
-from ledger.storage import SqlEventStore, make_engine
 from tests.conftest import LedgerFactory
 
 AGENT = Actor(agent="local", source="rest")

@@ -232,7 +232,7 @@ def test_the_cli_validates_a_proof_file_and_unlocks_a_locked_session(
 def test_bad_anchor_input_is_refused_without_counting_an_attempt(
     ledger: Ledger, project: Path, kwargs: dict[str, str], text: str
 ) -> None:
-    from ledger.errors import InvalidInput
+    from ledger.core.errors import InvalidInput
 
     sid = ledger.clock_in(WHO, "dev", str(project)).session_id
     head = ledger.store.head()
@@ -244,7 +244,7 @@ def test_bad_anchor_input_is_refused_without_counting_an_attempt(
 
 
 def test_a_session_without_a_working_directory_cannot_anchor(ledger: Ledger) -> None:
-    from ledger.errors import InvalidInput
+    from ledger.core.errors import InvalidInput
 
     sid = ledger.clock_in(WHO, "dev").session_id
     with pytest.raises(InvalidInput) as caught:

@@ -12,8 +12,8 @@ from mcp import Client
 
 from api.mcp_server import build_mcp
 from api.settings import Settings
-from ledger import memory
-from ledger.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound
+from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound
+from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.settings import Settings
-from ledger.errors import InvalidInput
-from ledger.limits import MAX_INT64
+from ledger.core.errors import InvalidInput
+from ledger.core.limits import MAX_INT64
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running
 

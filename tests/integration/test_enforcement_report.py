@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger import enforcement as enf
-from ledger.enforcement_report import EnforcementReport, enforcement_report
-from ledger.errors import InvalidInput
+from ledger.core.errors import InvalidInput
+from ledger.enforcement import decisions as enf
+from ledger.enforcement.report import EnforcementReport, enforcement_report
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 

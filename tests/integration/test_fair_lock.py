@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.chain import verify_chain
-from ledger.errors import ConcurrencyError, StoreBusy
-from ledger.limits import Timeouts
-from ledger.storage import SqlEventStore, _write_lock_path, make_engine
+from ledger.core.chain import verify_chain
+from ledger.core.errors import ConcurrencyError, StoreBusy
+from ledger.core.limits import Timeouts
+from ledger.core.storage import SqlEventStore, _write_lock_path, make_engine
 from tests.integration.test_store_contract import META, count_rows, install_insert_trigger, searched, started
 
 READY_WAIT = 120.0  # a readiness bound for a loaded machine, not a timing expectation
@@ -150,9 +150,9 @@ def test_a_store_on_postgresql_takes_no_lock_file(pg_url: str) -> None:
 def writer_process(url: str, tag: str, barrier: Any, conn: multiprocessing.connection.Connection) -> None:
     """Worker process: THREADS threads each append APPENDS events to a stream of their own and try as often to
     extend one stream shared by every writer; reports its successes, lost races and any other error."""
-    from ledger.errors import ConcurrencyError
-    from ledger.limits import Timeouts
-    from ledger.storage import SqlEventStore, make_engine
+    from ledger.core.errors import ConcurrencyError
+    from ledger.core.limits import Timeouts
+    from ledger.core.storage import SqlEventStore, make_engine
     from tests.integration.test_store_contract import META, searched, started
 
     timeouts = Timeouts()  # the default lock timeout

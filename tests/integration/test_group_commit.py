@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from ledger.chain import verify_chain
-from ledger.errors import ConcurrencyError, StoreUnavailable
-from ledger.events import DomainEvent, RecordedEvent
-from ledger.storage import SqlEventStore
+from ledger.core.chain import verify_chain
+from ledger.core.errors import ConcurrencyError, StoreUnavailable
+from ledger.core.events import DomainEvent, RecordedEvent
+from ledger.core.storage import SqlEventStore
 from tests.integration.test_store_contract import (
     META,
     StoreFactory,

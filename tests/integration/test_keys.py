@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from ledger import brain_service, memory
-from ledger.canonical import canonical_json, format_ts
-from ledger.chain import StoredRecord, record_hash
-from ledger.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound, Unauthorized
+from ledger.brain import handlers as brain_service
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.chain import StoredRecord, record_hash
+from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound, Unauthorized
+from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 
@@ -40,7 +41,7 @@ def _raw_insert(ledger: Ledger, rec: StoredRecord) -> None:
 
 
 def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(ledger: Ledger) -> None:
-    from ledger.keys import digest
+    from ledger.keys.ring import digest
 
     position, prev_hash = ledger.store.head()
     plaintext = "clk_legacy-admin-key"

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger.errors import Unauthorized
+from ledger.core.errors import Unauthorized
 from tests.conftest import LedgerFactory
 
 

@@ -10,8 +10,8 @@ from freezegun import freeze_time
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger.constitution import CONSTITUTION
-from ledger.memory import block_id_for
+from ledger.memory.constitution import CONSTITUTION
+from ledger.memory.decisions import block_id_for
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.memory_support import T0, aged

@@ -13,12 +13,12 @@ import pytest
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory, StepTickTimeFactory
 
-from ledger import search_index
-from ledger.constitution import CONSTITUTION
-from ledger.errors import InvalidInput, NotFound
-from ledger.events import MemoryCurated, MemoryRecalled
+from ledger.core.errors import InvalidInput, NotFound
+from ledger.core.events import MemoryCurated, MemoryRecalled
+from ledger.memory.constitution import CONSTITUTION
 from ledger.results import BlockOut
 from ledger.service import Actor, Ledger
+from projections import search_index
 from projections.decay import LAMBDA, Tier
 from tests.conftest import LedgerFactory
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.mcp_server import build_mcp
-from ledger.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
-from ledger.events import MemoryRemembered
+from ledger.core.events import MemoryRemembered
+from ledger.memory.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 
@@ -72,7 +72,7 @@ async def test_memory_setup_over_mcp_seeds_identity_and_values_idempotently(make
 
 
 def test_setup_refuses_bad_values_before_storing_anything(make_ledger: LedgerFactory) -> None:
-    from ledger.errors import InvalidInput
+    from ledger.core.errors import InvalidInput
 
     ledger = make_ledger()
     head = ledger.store.head()

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from ledger import memory
-from ledger.events import (
+from ledger.core.events import (
     ComplianceRefused,
     ComplianceStamped,
     MemoryDuplicateRejected,
@@ -25,6 +24,7 @@ from ledger.events import (
     SessionStarted,
     TaskTransitionRefused,
 )
+from ledger.memory import decisions as memory
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 
@@ -37,7 +37,7 @@ def racer(barrier: Any, conn: multiprocessing.connection.Connection) -> None:
     """Worker process: open a ledger when told to, then race at the barrier on each command."""
     from api.bootstrap import open_ledger
     from api.settings import Settings
-    from ledger.errors import ConcurrencyError
+    from ledger.core.errors import ConcurrencyError
 
     ledger = None
     conflicts = 0

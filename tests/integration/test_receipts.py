@@ -10,9 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger import clock as _clock
-from ledger import receipts, signing
+from ledger.core import clock as _clock
+from ledger.core import signing
 from ledger.service import Actor, Ledger
+from ledger.sessions import receipts
 from tests.conftest import LedgerFactory
 
 WHO = Actor("alice", "mcp")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.errors import InvalidInput
-from ledger.events import ComplianceRefused, ComplianceStamped
+from ledger.core.errors import InvalidInput
+from ledger.core.events import ComplianceRefused, ComplianceStamped
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 
@@ -75,7 +75,7 @@ def test_a_malformed_request_id_is_refused_naming_the_field_and_records_nothing(
 
 
 def test_stamps_and_refusals_stored_before_request_ids_are_read_as_v2_without_one() -> None:
-    from ledger.events import from_payload
+    from ledger.core.events import from_payload
 
     stamped = from_payload(
         "ComplianceStamped", 1, {"session_id": "s", "search_position": 3, "count": 1, "stamp": "[COMPLIANCE] x"}

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 from api.bootstrap import open_ledger
 from api.cli import app
 from api.settings import Settings
-from ledger import signing, snapshots
+from ledger.core import signing
 from ledger.service import Actor, Ledger
-from projections import codec
+from projections import codec, snapshots
 from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, TRAFFIC, ProjectionRunner
 from tests.conftest import LedgerFactory
 
@@ -213,7 +213,7 @@ _WRITER = textwrap.dedent(
 
     from api.bootstrap import open_ledger
     from api.settings import Settings
-    from ledger import snapshots
+    from projections import snapshots
     from ledger.service import Actor
     from projections.runner import ALL, TRAFFIC, ProjectionRunner
 

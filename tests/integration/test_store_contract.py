@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as sa
 from freezegun import freeze_time
 
-from ledger import clock as _clock
-from ledger import memory, receipts, signing
-from ledger.canonical import canonical_json, format_ts, parse_ts
-from ledger.chain import GENESIS_HASH, StoredRecord, record_hash
-from ledger.errors import ConcurrencyError, InvalidInput, StoreUnavailable
-from ledger.events import (
+from ledger.core import clock as _clock
+from ledger.core import signing
+from ledger.core.canonical import canonical_json, format_ts, parse_ts
+from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash
+from ledger.core.errors import ConcurrencyError, InvalidInput, StoreUnavailable
+from ledger.core.events import (
     ComplianceRefused,
     ComplianceStamped,
     DomainEvent,
@@ -32,10 +32,12 @@ from ledger.events import (
     SessionEnded,
     SessionStarted,
 )
-from ledger.mapper import decode
-from ledger.search_index import SearchIndex
+from ledger.core.mapper import decode
+from ledger.core.storage import SqlEventStore, make_engine
+from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from ledger.storage import SqlEventStore, make_engine
+from ledger.sessions import receipts
+from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)

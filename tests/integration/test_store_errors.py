@@ -16,9 +16,9 @@ import pytest
 
 from api.bootstrap import open_ledger
 from api.settings import Settings
-from ledger.errors import Conflict, InvalidInput, LedgerError, StoreBusy, StoreRefused, StoreUnavailable
+from ledger.core.errors import Conflict, InvalidInput, LedgerError, StoreBusy, StoreRefused, StoreUnavailable
+from ledger.core.storage import SqlEventStore, classify_driver_error, make_engine
 from ledger.service import Actor
-from ledger.storage import SqlEventStore, classify_driver_error, make_engine
 from tests.conftest import LedgerFactory
 from tests.e2e.test_store_busy import READY_WITHIN, append_lock_held, running
 

@@ -19,15 +19,17 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from api.cli import app
-from ledger import checkpoints, receipts, signing
-from ledger import clock as _clock
-from ledger.canonical import canonical_json, format_ts
-from ledger.chain import GENESIS_HASH, record_hash
-from ledger.errors import Conflict
-from ledger.events import MemorySearched
-from ledger.search_index import SearchIndex
+from ledger.audit import checkpoints
+from ledger.core import clock as _clock
+from ledger.core import signing
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.chain import GENESIS_HASH, record_hash
+from ledger.core.errors import Conflict
+from ledger.core.events import MemorySearched
+from ledger.core.storage import SqlEventStore, make_engine
 from ledger.service import Actor, Ledger
-from ledger.storage import SqlEventStore, make_engine
+from ledger.sessions import receipts
+from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
 
 ALICE = Actor("alice", "mcp")

@@ -18,11 +18,13 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.settings import Settings
-from ledger import brain_service, clock, memory
-from ledger.canonical import canonical_json, format_ts
-from ledger.chain import record_hash
-from ledger.errors import InvalidInput
-from ledger.events import MemoryRemembered, to_payload
+from ledger.brain import handlers as brain_service
+from ledger.core import clock
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.chain import record_hash
+from ledger.core.errors import InvalidInput
+from ledger.core.events import MemoryRemembered, to_payload
+from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import running
@@ -95,7 +97,7 @@ def test_a_nul_event_in_the_database_is_skipped_and_reported_not_fatal(
     # PostgreSQL text cannot hold the NUL: the index skips it there; SQLite can, and indexes it
     skipped = [nul] if ledger.store.dialect == "postgresql" else []
 
-    with caplog.at_level(logging.WARNING, logger="ledger.search_index"):
+    with caplog.at_level(logging.WARNING, logger="projections.search_index"):
         found = ledger.search(ALICE, sid, "database schema")
     assert good.block_id in [h.block_id for h in found.results]
     assert all(f"position {p}" in caplog.text for p in skipped)

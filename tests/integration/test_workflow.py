@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import workflow as wf
-from ledger.errors import Conflict, Forbidden, InvalidInput, NotFound
+from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from ledger.service import Actor, Ledger
+from ledger.workflow import decisions as wf
 from tests.conftest import LedgerFactory
 
 DEV, QA, PDSA = Actor("dev-agent", "mcp"), Actor("qa-agent", "mcp"), Actor("pdsa-agent", "mcp")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import events as ev
+from ledger.core import events as ev
 from projections import active_hours as ah
 from projections.active_hours import ActiveTime, active_hours, evolve, fold, hours_between
 

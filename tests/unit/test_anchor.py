@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import anchor
-from ledger.anchor import AnchorValidation, AuthoritativeContext, artifact_is_concrete, proof_template, validate_proof
+from ledger.anchor import proof as anchor
+from ledger.anchor.proof import (
+    AnchorValidation,
+    AuthoritativeContext,
+    artifact_is_concrete,
+    proof_template,
+    validate_proof,
+)
 
 CTX = AuthoritativeContext(working_dir="/work/app", branch="main", phase="B1", files=3)
 ROLE = "implementation-lead"

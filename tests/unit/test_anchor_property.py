@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import anchor
-from ledger.anchor import AnchorValidation, AuthoritativeContext, validate_proof
+from ledger.anchor import proof as anchor
+from ledger.anchor.proof import AnchorValidation, AuthoritativeContext, validate_proof
 from tests.unit.test_anchor import CTX, ROLE, T1, T2, T3, proof
 
 VALID = proof(tensions=(T1, T2, T3))

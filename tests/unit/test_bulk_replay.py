@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import canonical_json, format_ts
-from ledger.chain import StoredRecord
-from ledger.events import (
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.chain import StoredRecord
+from ledger.core.events import (
     VOCABULARY,
     AnchorAttempted,
     AnchorLocked,
@@ -41,7 +41,7 @@ from ledger.events import (
     TaskTransitioned,
     TaskTransitionRefused,
 )
-from ledger.mapper import decode, decode_row, encode, encode_meta
+from ledger.core.mapper import decode, decode_row, encode, encode_meta
 from projections import codec
 from projections.runner import (
     ACTIVE_TIME,

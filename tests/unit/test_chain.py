@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.canonical import canonical_json, format_ts, parse_ts
-from ledger.chain import GENESIS_HASH, StoredRecord, record_hash, verify_chain
+from ledger.core.canonical import canonical_json, format_ts, parse_ts
+from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash, verify_chain
 
 # Text the ledger can store: any Unicode scalar value (lone surrogates are not UTF-8 and not JSON text).
 TEXT = st.text(st.characters(codec="utf-8"), max_size=20)

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledger import checkpoints, signing
-from ledger.errors import InvalidInput
+from ledger.audit import checkpoints
+from ledger.core import signing
+from ledger.core.errors import InvalidInput
 
 T0 = _dt.datetime(2026, 5, 1, 12, 0, tzinfo=_dt.UTC)
 KEY = signing.SigningKey.generate()

@@ -178,7 +178,7 @@ def test_a_large_table_packs_its_keys_when_copied_or_restored_and_still_finds_ev
 )
 def test_the_graphs_tag_prefix_query_is_a_filter_over_every_block(tag_sets: list[list[str]], prefix: str) -> None:
     """Only hierarchical tags are indexed; a prefix query answers as a scan of every block's tags would."""
-    from ledger.events import MemoryRemembered, RecordedEvent
+    from ledger.core.events import MemoryRemembered, RecordedEvent
     from projections.memory import MemoryGraph
 
     graph = MemoryGraph()

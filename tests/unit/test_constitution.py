@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
-from ledger.memory import check_tags
+from ledger.memory.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
+from ledger.memory.decisions import check_tags
 from projections.decay import Tier, tier_for
 
 # The shared folder sits beside the repository, locally and in CI: <repo>/../shared.

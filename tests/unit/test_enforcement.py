@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import enforcement as enf
-from ledger.enforcement import AgentToolStats, EnforcementLevel, Progressive, Validation
+from ledger.enforcement import decisions as enf
+from ledger.enforcement.decisions import AgentToolStats, EnforcementLevel, Progressive, Validation
 
 DISABLED, SOFT, WARNING, STRICT = (
     EnforcementLevel.DISABLED,

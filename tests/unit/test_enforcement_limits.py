@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from ledger import enforcement as enf
-from ledger import enforcement_limits as limits
-from ledger import workflow as wf
-from ledger.enforcement_schemas import MAX_JSON_BYTES, MAX_PATH_CHARS, SCHEMAS
+from ledger.enforcement import decisions as enf
+from ledger.enforcement import limits
+from ledger.enforcement.schemas import MAX_JSON_BYTES, MAX_PATH_CHARS, SCHEMAS
+from ledger.workflow import decisions as wf
 
 SECRET = "SECRET-PAYLOAD-"
 

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ledger import events as ev
-from ledger.canonical import canonical_json, format_ts
-from ledger.chain import GENESIS_HASH, StoredRecord, record_hash
-from ledger.errors import InvalidInput
-from ledger.mapper import decode, encode, encode_meta
+from ledger.core import events as ev
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash
+from ledger.core.errors import InvalidInput
+from ledger.core.mapper import decode, encode, encode_meta
 
 RECORDED_AT = _dt.datetime(2026, 3, 2, 9, 0, 0, 123456, tzinfo=_dt.UTC)
 META = {"agent": "alice", "source": "mcp", "session_id": "ses_" + "ab" * 10, "correlation_id": "c-1"}
@@ -293,7 +293,7 @@ def test_an_unknown_event_type_raises_unknown_event_type() -> None:
     with pytest.raises(ev.UnknownEventType, match="unknown event type 'TeleportHappened'"):
         decode(store_record("TeleportHappened", 1, "{}"))
     with pytest.raises(ev.UnknownEventType):
-        ev.from_payload("ledger.events.SessionEnded", 1, {"session_id": "s"})
+        ev.from_payload("ledger.core.events.SessionEnded", 1, {"session_id": "s"})
 
 
 def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ledger import gate, memory
-from ledger.events import ComplianceRefused, ComplianceStamped, MemorySearched, RecordedEvent, SessionStarted
+from ledger.core.events import ComplianceRefused, ComplianceStamped, MemorySearched, RecordedEvent, SessionStarted
+from ledger.memory import decisions as memory
+from ledger.sessions import gate
 from projections.sessions import SessionView, fold
 
 T0 = _dt.datetime(2026, 1, 1, 12, tzinfo=_dt.UTC)

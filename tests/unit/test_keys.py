@@ -7,9 +7,10 @@ from types import MappingProxyType
 
 import pytest
 
-from ledger import access, keys
-from ledger.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from ledger.events import ApiKeyIssued, ApiKeyRevoked, DomainEvent, RecordedEvent
+from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from ledger.core.events import ApiKeyIssued, ApiKeyRevoked, DomainEvent, RecordedEvent
+from ledger.keys import access
+from ledger.keys import ring as keys
 from ledger.service_base import Actor
 from projections.apikeys import KeyRing, advance
 from projections.tasks import TaskView

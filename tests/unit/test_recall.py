@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import recall as rc
+from ledger.memory import recall as rc
 from projections import decay
 from projections.memory import BlockView
 

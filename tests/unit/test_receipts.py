@@ -6,7 +6,8 @@ import datetime as _dt
 
 import pytest
 
-from ledger import receipts, signing, stamps
+from ledger.core import signing
+from ledger.sessions import receipts, stamps
 
 KEY = signing.SigningKey.generate()
 AT = _dt.datetime(2026, 5, 1, 12, 0, tzinfo=_dt.UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ledger import workflow as wf
-from ledger.events import TaskTransitioned, TaskTransitionRefused
+from ledger.core.events import TaskTransitioned, TaskTransitionRefused
+from ledger.workflow import decisions as wf
 from projections.tasks import TaskView
 
 TABLE = wf.parse_workflow(

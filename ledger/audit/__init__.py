@@ -1,0 +1,1 @@
+"""Audit of the log itself: signed checkpoints of the chain head."""

@@ -1,0 +1,3 @@
+"""API keys and roles: the key ring's pure decisions (ring), who may do what (access), and the key commands
+(handlers).
+"""

@@ -1,0 +1,446 @@
+"""Memory handlers: remember, seed the constitution, recall into frames, curate, record outcomes, read blocks.
+
+Decisions are the pure functions of ``ledger.memory`` and ``ledger.recall``; the block graph they decide on is
+a projection (``projections.memory``) that each process keeps caught up by tailing the log. Every change to a
+block is an event, so the same fold replayed to any moment gives the scores the live system gave then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound, StoreUnavailable
+from ledger.core.events import MemoryOutcomeRecorded, MemoryRecalled, MemoryRemembered, RecordedEvent
+from ledger.core.mapper import decode
+from ledger.memory import constitution
+from ledger.memory import decisions as memory
+from ledger.memory import recall as rc
+from ledger.results import (
+    BlockDetail,
+    BlockEvent,
+    BlockList,
+    BlockOut,
+    CurateResult,
+    DroppedBlock,
+    MemorySetupResult,
+    MemoryStats,
+    OutcomeChange,
+    OutcomeResult,
+    RecalledBlock,
+    RecallResult,
+    RememberResult,
+)
+from ledger.service_base import Actor, LedgerBase
+from projections import decay
+from projections import memory as memory_proj
+from projections.active_hours import ActiveClock
+from projections.memory import MemoryGraph
+from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
+
+MEMORY_EVENT_TYPES = (
+    "MemoryRemembered",
+    "MemoryDuplicateRejected",
+    "MemoryRecalled",
+    "MemoryCurated",
+    "MemoryOutcomeRecorded",
+)
+
+
+def _memory_runner() -> ProjectionRunner:
+    return ProjectionRunner([MEMORY, ACTIVE_TIME])
+
+
+@dataclass
+class MemoryCommands(LedgerBase):
+    """The memory lifecycle of seed 002 on top of the ledger."""
+
+    _memory: ProjectionRunner = field(default_factory=_memory_runner)
+    _memory_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- the live graph -----------------------------------------------------------------------------------
+
+    def _live(self) -> tuple[MemoryGraph, ActiveClock]:
+        """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
+        self.snapshots.catch_up(self._memory, lambda after: self.store.iter_events(after))
+        clock = self._memory.active_clock(self.clock(), self.config.idle_timeout)
+        return self._memory.memory(), clock
+
+    @contextlib.contextmanager
+    def _graph(
+        self, as_of: _dt.datetime | None, position: int | None
+    ) -> Iterator[tuple[MemoryGraph, ActiveClock, int, _dt.datetime]]:
+        """The live graph (under the lock) or one replayed to a moment or position, with its clock."""
+        until = self._until(as_of, position)
+        if until is None:
+            with self._memory_lock:
+                graph, clock = self._live()
+                yield graph, clock, graph.position, clock.at
+            return
+        runner = self.snapshots.replay_to(_memory_runner(), self.store.iter_events, until)
+        moment = as_of or runner.last_recorded_at or self.clock()
+        yield runner.memory(), runner.active_clock(moment, self.config.idle_timeout), until, moment
+
+    def remember(
+        self,
+        actor: Actor,
+        content: str,
+        tags: list[str] | None = None,
+        session_id: str | None = None,
+        category: str | None = None,
+    ) -> RememberResult:
+        """Store a block (its tier follows from its tags and category), or record that it is a duplicate."""
+        content = memory.check_content(content)
+        clean_tags = memory.check_tags(tags)
+        clean_category = memory.check_category(category)
+        block_id = memory.block_id_for(content)
+
+        def attempt() -> RememberResult:
+            session = self._open_session_if(actor, session_id)
+            state = self.store.load_stream(memory.stream_for(block_id))
+            event = memory.decide_remember(
+                stream_version=state.version,
+                block_id=block_id,
+                content=content,
+                tags=clean_tags,
+                session_id=session_id,
+                category=clean_category,
+            )
+            self._append(actor, state.stream, state.version, [event], self._meta(actor, session))
+            status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
+            return RememberResult(block_id=block_id, status=status)
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    def setup_memory(
+        self,
+        actor: Actor,
+        *,
+        identity: str | None = None,
+        values: Sequence[str] = (),
+        seed: bool = True,
+        session_id: str | None = None,
+    ) -> MemorySetupResult:
+        """Seed the constitution (seed 002 Step 0) and optional identity/value blocks. Idempotent.
+
+        A block already in the ledger is skipped without an event: setup is declarative, so running it again
+        is not a rejected attempt to remember.
+        """
+        wanted: list[tuple[str, list[str]]] = []
+        if seed:
+            wanted += [(b.content, list(b.tags)) for b in constitution.CONSTITUTION]
+        if identity is not None:
+            wanted.append((memory.check_content(identity), ["self/context"]))
+        wanted += [(memory.check_content(v), ["self/value"]) for v in values]
+        session = self._open_session_if(actor, session_id)
+        created: list[str] = []
+        present: list[str] = []
+        for content, tags in wanted:
+            block_id = memory.block_id_for(content)
+            stream = memory.stream_for(block_id)
+            try:
+                if self.store.load_stream(stream).version:
+                    present.append(block_id)
+                    continue
+                event = memory.decide_remember(
+                    stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
+                )
+                self._append(actor, stream, 0, [event], self._meta(actor, session))
+                created.append(block_id)
+            except ConcurrencyError:  # another process seeded it at the same moment
+                present.append(block_id)
+        return MemorySetupResult(
+            created=created, already_present=present, constitutional_blocks=self.constitutional_block_count()
+        )
+
+    def constitutional_block_count(self) -> int:
+        """How many memory blocks carry ``self/constitutional`` (archived or not)."""
+        with self._memory_lock:
+            graph, _ = self._live()
+            return sum(1 for b in graph.blocks.values() if b.constitutional)
+
+    # --- recall -------------------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        actor: Actor,
+        query: str | None = None,
+        frame: str = "attention",
+        top_k: int = 5,
+        session_id: str | None = None,
+    ) -> RecallResult:
+        """Bring the best blocks for a frame to the agent as text; the recall is recorded and reinforces them.
+
+        With a query in a session it also issues the session's compliance token, as ``memory_search`` does.
+        """
+        spec = rc.frame_spec(frame)
+        top_k = rc.check_top_k(top_k)
+        if query is not None:
+            query = memory.check_query(query)
+
+        def attempt() -> RecallResult:
+            session = self._open_session_if(actor, session_id)
+            # Search first: the graph caught up afterwards holds every block the index returned.
+            hits = self.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
+            with self._memory_lock:
+                graph, clock = self._live()
+                if hits is not None:
+                    similarity: dict[str, float] | None = rc.similarity_from_rank({h.block_id: h.score for h in hits})
+                    candidates = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                else:
+                    similarity = None
+                    candidates = list(graph.live_blocks(spec.tag_prefix))
+                candidates = [b for b in candidates if rc.in_frame(b, spec)]
+                ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                memory_version = graph.version
+            texts: dict[str, str] = {}
+
+            def text_of(blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+                texts.update(self.block_texts(blocks))
+                return texts
+
+            shown = rc.recollect(ranked, spec, top_k, text_of)
+            ttl = self.config.token_ttl
+            expires = self.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
+            event = MemoryRecalled(
+                session_id=session_id,
+                query=query,
+                frame=spec.name,
+                top_k=top_k,
+                block_ids=[s.scored.block.block_id for s in shown.shown],
+                guaranteed_ids=[s.scored.block.block_id for s in shown.shown if s.guaranteed],
+                tokens=shown.tokens,
+                active_hours=round(clock.now, 6),
+                token_expires_at=expires,
+            )
+            if session is not None:
+                [rec], _ = self._append_to_session(actor, session, [event])
+            else:
+                [rec] = self._append(actor, memory_proj.STREAM, memory_version, [event], self._meta(actor, None))
+            return RecallResult(
+                frame=spec.name,
+                query=query,
+                text=shown.text,
+                tokens=shown.tokens,
+                token_budget=spec.token_budget,
+                blocks=[
+                    RecalledBlock(
+                        **BlockOut.of(s.scored, texts[s.scored.block.block_id]).model_dump(),
+                        guaranteed=s.guaranteed,
+                        truncated=s.truncated,
+                    )
+                    for s in shown.shown
+                ],
+                dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
+                active_hours=event.active_hours,
+                session_id=session_id,
+                token_expires_at=event.token_expires_at,
+                position=rec.position,
+            )
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    # --- curate -------------------------------------------------------------------------------------------
+
+    def curate(self, actor: Actor) -> CurateResult:
+        """Archive decayed blocks, prune weak edges, reinforce the constitution and the top 5; recorded."""
+        result = self._curate(actor, "manual")
+        assert result is not None
+        return result
+
+    def _auto_curate(self, actor: Actor) -> CurateResult | None:
+        """Curate if 40 active hours have passed since the last curate (checked after memory commands)."""
+        return self._curate(Actor(agent="system", source=actor.source, correlation_id=actor.correlation_id), "auto")
+
+    def _curate(self, actor: Actor, trigger: Literal["manual", "auto"]) -> CurateResult | None:
+        def attempt() -> CurateResult | None:
+            with self._memory_lock:
+                graph, clock = self._live()
+                if trigger == "auto" and not rc.curate_due(graph, clock):
+                    return None
+                event = rc.decide_curate(graph, clock, trigger)
+                version = graph.version
+            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, None))
+            return CurateResult(
+                trigger=trigger,
+                archived=len(event.archived),
+                edges_pruned=len(event.edges_pruned),
+                constitutional_reinforced=len(event.constitutional_reinforced),
+                reinforced=len(event.reinforced),
+                archived_ids=event.archived,
+                reinforced_ids=event.reinforced,
+                active_hours=event.active_hours,
+                position=rec.position,
+            )
+
+        return self._retrying(attempt)
+
+    # --- outcome ------------------------------------------------------------------------------------------
+
+    def outcome(
+        self,
+        actor: Actor,
+        block_ids: list[str],
+        signal: float,
+        session_id: str | None = None,
+        note: str | None = None,
+    ) -> OutcomeResult:
+        """Record how useful blocks proved: a Beta update of their confidence; a signal below 0.20 doubles
+        their decay rate (up to 0.050)."""
+        ids = memory.check_block_ids(block_ids)
+        signal = memory.check_signal(signal)
+        note = memory.check_note(note)
+
+        def attempt() -> OutcomeResult:
+            session = self._open_session_if(actor, session_id)
+            with self._memory_lock:
+                graph, _ = self._live()
+                before = [self._live_block(graph, b) for b in ids]
+                version = graph.version
+            event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)
+            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, session))
+            changes = []
+            for b in before:
+                after = memory_proj.evolve_block(b.block_id, b, rec)
+                assert after is not None
+                changes.append(
+                    OutcomeChange(
+                        block_id=b.block_id,
+                        confidence_before=round(b.confidence, 6),
+                        confidence_after=round(after.confidence, 6),
+                        decay_rate_before=b.lam,
+                        decay_rate_after=after.lam,
+                    )
+                )
+            return OutcomeResult(signal=signal, blocks=changes, position=rec.position)
+
+        result = self._retrying(attempt)
+        self._auto_curate(actor)
+        return result
+
+    @staticmethod
+    def _live_block(graph: MemoryGraph, block_id: str) -> memory_proj.BlockView:
+        block = graph.blocks.get(block_id)
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist", "send ids returned by memory_recall or memory_search")
+        if block.archived:
+            raise InvalidInput(
+                f"block {block_id} was archived by curate at {block.archived_at:%Y-%m-%d %H:%M:%S} UTC",
+                "send outcomes only for blocks that recall still returns",
+            )
+        return block
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def memory_blocks(
+        self,
+        *,
+        tag: str | None = None,
+        tier: str | None = None,
+        archived: bool | None = False,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        limit: int = 100,
+    ) -> BlockList:
+        """Blocks (by default the live ones) as of a moment, best composite score first, with breakdowns.
+
+        Scores use the attention weights without similarity and are normalised within the listed set.
+        """
+        if tier is not None and tier not in {t.value for t in decay.Tier}:
+            raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
+        limit = memory.check_limit(limit)
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            chosen = [
+                b
+                for b in graph.blocks.values()
+                if (tag is None or b.has_tag(tag))
+                and (tier is None or b.tier == tier)
+                and (archived is None or b.archived == archived)
+            ]
+            ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
+        page = ranked[:limit]
+        texts = self.block_texts([s.block for s in page])
+        return BlockList(
+            as_of=moment,
+            position=until,
+            active_hours=round(clock.now, 6),
+            count=len(ranked),
+            blocks=[BlockOut.of(s, texts[s.block.block_id]) for s in page],
+        )
+
+    def memory_block(
+        self, block_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> BlockDetail:
+        """One block scored against every live block, with every event that touched it."""
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
+            if block is None:
+                raise NotFound(
+                    f"block {block_id} does not exist (at that point)",
+                    "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
+                )
+            scored = score_one(graph, clock, block)
+        history = [
+            _history_entry(rec)
+            for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
+            if block_id in memory_proj.block_ids_of(rec)
+        ]
+        texts = self.block_texts([scored.block])
+        return BlockDetail(block=BlockOut.of(scored, texts[block_id]), history=history, as_of=moment, position=until)
+
+    def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+        """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps
+        only what scoring needs. A text missing from the log fails closed: the log is damaged."""
+        records = self.store.records_at([b.origin for b in blocks])
+        texts: dict[str, str] = {}
+        for b in blocks:
+            record = records.get(b.origin)
+            event = decode(record).event if record is not None else None
+            if not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
+                raise StoreUnavailable(
+                    f"the text of block {b.block_id} is not at position {b.origin} of the log",
+                    "run `compliance-ledger verify`: the log does not match what was folded from it",
+                )
+            texts[b.block_id] = event.content
+        return texts
+
+    def memory_stats(self) -> MemoryStats:
+        with self._memory_lock:
+            return stats_of(*self._live())
+
+
+def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> rc.Scored:
+    """One block scored (query-less, attention weights) against every live block."""
+    peers = [b for b in graph.live_blocks() if b.block_id != block.block_id]
+    ranked = rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
+    return next(s for s in ranked if s.block.block_id == block.block_id)
+
+
+def stats_of(graph: MemoryGraph, clock: ActiveClock) -> MemoryStats:
+    last = graph.last_curate.active_hours if graph.last_curate is not None else None
+    return MemoryStats(
+        blocks=len(graph.blocks),
+        archived=sum(1 for b in graph.blocks.values() if b.archived),
+        constitutional=sum(1 for b in graph.blocks.values() if b.constitutional),
+        edges=len(graph.edges),
+        curates=graph.curates,
+        active_hours=round(clock.now, 6),
+        last_curate_active_hours=last,
+        next_auto_curate_at_active_hours=(last or 0.0) + decay.CURATE_INTERVAL_ACTIVE_HOURS,
+    )
+
+
+def _history_entry(rec: RecordedEvent) -> BlockEvent:
+    detail = rec.event.model_dump(mode="json")
+    detail.pop("content", None)
+    return BlockEvent(
+        position=rec.position, recorded_at=rec.recorded_at, type=rec.event.type_name, agent=rec.agent, detail=detail
+    )

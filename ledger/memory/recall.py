@@ -1,0 +1,263 @@
+"""Recall and curate decisions (seed 002): frames, scoring, guarantees, token budgets, rendering; pure.
+
+The service hands these functions the memory graph (a projection), the active-hours clock as of now and, for a
+recall with a query, the full-text hits; they return what to show the agent and the event to record. Nothing
+here reads the store or a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ledger.core.errors import InvalidInput
+from ledger.core.events import Frame, MemoryCurated
+from projections import decay
+from projections.active_hours import ActiveClock
+from projections.memory import BlockView, MemoryGraph
+
+MAX_TOP_K: Final = 50
+CANDIDATES_PER_SLOT: Final = 4
+"""With a query, the ``top_k × 4`` best full-text matches (after the frame's filter) are the candidates."""
+CHARS_PER_TOKEN: Final = 4
+"""Token estimate: one token per four characters (as the seed's system counts them)."""
+TRUNCATION_MARK: Final = " […]"
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSpec:
+    """How a frame chooses, weighs, guarantees, budgets and renders blocks."""
+
+    name: Frame
+    weights: decay.Weights
+    tag_prefix: str | None  # only blocks with a tag under this prefix are candidates
+    guarantees: tuple[str, ...]  # tags whose blocks among the candidates take their slots first
+    token_budget: int
+
+
+FRAMES: Final[Mapping[str, FrameSpec]] = {
+    "self": FrameSpec("self", decay.SELF_WEIGHTS, "self/", (decay.CONSTITUTIONAL_TAG,), 600),
+    "attention": FrameSpec("attention", decay.ATTENTION_WEIGHTS, None, (), 2000),
+    "task": FrameSpec("task", decay.TASK_WEIGHTS, None, ("self/goal",), 800),
+}
+
+
+def frame_spec(frame: str) -> FrameSpec:
+    spec = FRAMES.get(frame) if isinstance(frame, str) else None
+    if spec is None:
+        raise InvalidInput(f"frame {frame!r} is not known", f"send one of {', '.join(FRAMES)}")
+    return spec
+
+
+def check_top_k(top_k: int) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidInput(f"top_k {top_k!r} is out of range", f"send a top_k from 1 to {MAX_TOP_K}")
+    return top_k
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN
+
+
+# --- scoring -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A block with its score breakdown and the inputs behind it."""
+
+    block: BlockView
+    breakdown: decay.ScoreBreakdown
+    active_hours_since: float
+    degree: float
+
+
+def weighted_degree(graph: MemoryGraph, block_id: str, clock: ActiveClock) -> float:
+    """Sum over the block's co-retrieval edges of their decayed weight plus the co-retrieval bonus."""
+    total = 0.0
+    lam = graph.blocks[block_id].lam
+    for edge in graph.incident(block_id):
+        other = graph.blocks[edge.b if edge.a == block_id else edge.a]
+        edge_lam = decay.edge_lambda(lam, other.lam, edge.count)
+        weight = decay.edge_weight(edge_lam, clock.hours_since(edge.last_co_retrieved_at))
+        total += decay.degree_contribution(weight, edge.count)
+    return total
+
+
+def score_blocks(
+    blocks: Sequence[BlockView],
+    weights: decay.Weights,
+    graph: MemoryGraph,
+    clock: ActiveClock,
+    similarity: Mapping[str, float] | None = None,
+) -> list[Scored]:
+    """Score ``blocks`` against each other, best first (ties by block id).
+
+    Centrality is weighted degree over the largest in the scored set and reinforcement is against the most
+    reinforced block of the set, as the seed's system normalises them. Without ``similarity`` (no query) the
+    similarity weight is dropped and the others renormalised.
+    """
+    if not blocks:
+        return []
+    w = weights if similarity is not None else weights.without_similarity()
+    degrees = {b.block_id: weighted_degree(graph, b.block_id, clock) for b in blocks}
+    centrality = decay.normalised(degrees)
+    max_count = max(b.reinforcements for b in blocks)
+    scored: list[Scored] = []
+    for b in blocks:
+        since = clock.hours_since(b.last_reinforced_at)
+        breakdown = decay.score(
+            w,
+            similarity=similarity.get(b.block_id, 0.0) if similarity is not None else 0.0,
+            confidence=b.confidence,
+            recency=decay.recency(b.lam, since),
+            centrality=centrality[b.block_id],
+            reinforcement=decay.reinforcement(b.reinforcements, max_count),
+        )
+        scored.append(Scored(b, breakdown, since, degrees[b.block_id]))
+    scored.sort(key=lambda s: (-s.breakdown.total, s.block.block_id))
+    return scored
+
+
+def similarity_from_rank(ranks: Mapping[str, float]) -> dict[str, float]:
+    """Full-text ranks (higher is better) normalised to [0, 1] against the best of the candidates."""
+    return decay.normalised({k: max(v, 0.0) for k, v in ranks.items()})
+
+
+# --- recall --------------------------------------------------------------------------------------------------
+
+
+def in_frame(block: BlockView, spec: FrameSpec) -> bool:
+    return not block.archived and (spec.tag_prefix is None or block.has_tag(spec.tag_prefix))
+
+
+def is_guaranteed(block: BlockView, spec: FrameSpec) -> bool:
+    return any(block.has_tag(tag) for tag in spec.guarantees)
+
+
+def enforce_guarantees(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> list[Scored]:
+    """Guaranteed blocks among the candidates take their slots first (best first); the rest compete for the
+    remaining slots. Nothing is added that was not a candidate."""
+    guaranteed = [s for s in ranked if is_guaranteed(s.block, spec)]
+    others = [s for s in ranked if not is_guaranteed(s.block, spec)]
+    return (guaranteed + others[: max(0, top_k - len(guaranteed))])[:top_k]
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A block as rendered for the agent (``content`` is cut to fit the budget when ``truncated``)."""
+
+    scored: Scored
+    content: str
+    guaranteed: bool
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Recollection:
+    """What a recall shows: the rendered text, the blocks in it, and those left out with the reason."""
+
+    text: str
+    tokens: int
+    shown: tuple[Shown, ...]
+    dropped: tuple[tuple[str, Literal["top_k", "token_budget"]], ...]
+
+
+def render(spec: FrameSpec, shown: Sequence[tuple[BlockView, str]]) -> str:
+    """The frame's text for the agent (headings as the seed's system renders them)."""
+    if spec.name == "self":
+        lines = ["## Identity", *(f"- {content}" for _, content in shown)]
+    elif spec.name == "task":
+        goals = [content for block, content in shown if block.has_tag("self/goal")]
+        rest = [content for block, content in shown if not block.has_tag("self/goal")]
+        lines = ["## Active Goals", *(f"- {c}" for c in goals), ""] if goals else []
+        lines += ["## Context", *(f"[{i}] {c}" for i, c in enumerate(rest, 1))]
+    else:
+        lines = ["## Relevant Knowledge", *(f"[{i}] {content}" for i, (_, content) in enumerate(shown, 1))]
+    if not shown:
+        lines.append("(nothing recalled)")
+    return "\n".join(lines).rstrip("\n")
+
+
+def recollect(
+    ranked: Sequence[Scored], spec: FrameSpec, top_k: int, texts: Callable[[Sequence[BlockView]], Mapping[str, str]]
+) -> Recollection:
+    """Enforce guarantees, keep ``top_k``, then fill the frame's token budget greedily in that order.
+
+    ``texts`` gives the blocks' texts by id (asked once, for the ``top_k`` chosen). Filling stops at the first
+    block that does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so
+    the text never exceeds the budget and the agent still gets the best block.
+    """
+    chosen = enforce_guarantees(ranked, spec, top_k)
+    text_of = texts([s.block for s in chosen])
+    chosen_ids = {s.block.block_id for s in chosen}
+    dropped: list[tuple[str, Literal["top_k", "token_budget"]]] = [
+        (s.block.block_id, "top_k") for s in ranked if s.block.block_id not in chosen_ids
+    ]
+    shown: list[Shown] = []
+    for i, s in enumerate(chosen):
+        content = text_of[s.block.block_id]
+        attempt = [*((x.scored.block, x.content) for x in shown), (s.block, content)]
+        if estimate_tokens(render(spec, attempt)) <= spec.token_budget:
+            shown.append(Shown(s, content, is_guaranteed(s.block, spec)))
+            continue
+        if not shown:
+            cut = _cut_to_fit(spec, s.block, content)
+            shown.append(Shown(s, cut, is_guaranteed(s.block, spec), truncated=True))
+            dropped += [(x.block.block_id, "token_budget") for x in chosen[i + 1 :]]
+        else:
+            dropped += [(x.block.block_id, "token_budget") for x in chosen[i:]]
+        break
+    text = render(spec, [(x.scored.block, x.content) for x in shown])
+    return Recollection(text, estimate_tokens(text), tuple(shown), tuple(dropped))
+
+
+def _cut_to_fit(spec: FrameSpec, block: BlockView, content: str) -> str:
+    frame_only = len(render(spec, [(block, "")]))
+    room = spec.token_budget * CHARS_PER_TOKEN + (CHARS_PER_TOKEN - 1) - frame_only - len(TRUNCATION_MARK)
+    return content[: max(room, 0)].rstrip() + TRUNCATION_MARK
+
+
+# --- curate --------------------------------------------------------------------------------------------------
+
+
+def curate_due(graph: MemoryGraph, clock: ActiveClock) -> bool:
+    """True once 40 active hours have passed since curate last ran (or since the first clock-in)."""
+    last = graph.last_curate.active_hours if graph.last_curate is not None else 0.0
+    return clock.now - last >= decay.CURATE_INTERVAL_ACTIVE_HOURS
+
+
+def decide_curate(graph: MemoryGraph, clock: ActiveClock, trigger: Literal["manual", "auto"]) -> MemoryCurated:
+    """Archive decayed blocks (sparing constitutional blocks and bridges), prune weak edges, reinforce every
+    constitutional block and the top 5 by composite score."""
+    live = sorted(graph.live_blocks(), key=lambda b: b.block_id)
+    degrees = {b.block_id: weighted_degree(graph, b.block_id, clock) for b in live}
+    cutoff = decay.bridge_cutoff(degrees.values())
+
+    def archivable(b: BlockView) -> bool:
+        if b.constitutional or (cutoff is not None and degrees[b.block_id] >= cutoff):
+            return False
+        return decay.recency(b.lam, clock.hours_since(b.last_reinforced_at)) < decay.ARCHIVE_SCORE_THRESHOLD
+
+    archived = [b.block_id for b in live if archivable(b)]
+    gone = set(archived)
+    pruned: list[tuple[str, str]] = []
+    for key in sorted(graph.edges):
+        if key[0] in gone or key[1] in gone:
+            continue  # leaves with its archived block
+        edge = graph.edges[key]
+        lam = decay.edge_lambda(graph.blocks[key[0]].lam, graph.blocks[key[1]].lam, edge.count)
+        if decay.edge_weight(lam, clock.hours_since(edge.last_co_retrieved_at)) < decay.EDGE_PRUNE_THRESHOLD:
+            pruned.append(key)
+    remaining = [b for b in live if b.block_id not in gone]
+    constitutional = [b.block_id for b in remaining if b.constitutional]
+    top = score_blocks(remaining, decay.SELF_WEIGHTS, graph, clock)[: decay.CURATE_TOP_REINFORCED]
+    return MemoryCurated(
+        trigger=trigger,
+        active_hours=clock.now,
+        archived=archived,
+        edges_pruned=pruned,
+        constitutional_reinforced=constitutional,
+        reinforced=[s.block.block_id for s in top],
+    )

@@ -1,0 +1,145 @@
+"""The search-token compliance gate (seed 000): a search issues a one-time token; a stamp consumes it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+from ledger.anchor import decisions as anchoring
+from ledger.core.errors import InvalidInput
+from ledger.core.events import ComplianceRefused, ComplianceStamped, MemorySearched
+from projections.sessions import SessionView
+
+STAMP_FOUND = "[COMPLIANCE] YES I HAVE SEARCHED, FOUND {n} RELEVANT MEMORIES, BROUGHT THEM TO AGENT."
+STAMP_ZERO = "[COMPLIANCE] YES I HAVE SEARCHED, I HAVE FOUND ZERO RELEVANT MEMORIES, NOTHING WAS BROUGHT TO AGENT."
+
+GATE_CLOSED = "⛔ GATE CLOSED."
+MSG_NO_SEARCH = (
+    f"{GATE_CLOSED} You have not searched memory in this turn. "
+    "You MUST call 'memory_search' before I can issue the Compliance Stamp."
+)
+MSG_CONSUMED = (
+    f"{GATE_CLOSED} Your last memory search has already earned its stamp; each search earns one. "
+    "You MUST call 'memory_search' again before I can issue the Compliance Stamp."
+)
+MSG_EXPIRED = (
+    f"{GATE_CLOSED} Your last memory search expired at {{expired}}. "
+    "You MUST call 'memory_search' again before I can issue the Compliance Stamp."
+)
+MSG_ANCHOR_REQUIRED = (
+    f"{GATE_CLOSED} This session holds no validated Odyssean Anchor. "
+    "You MUST call 'odyssean_anchor' with a valid proof before I can issue the Compliance Stamp."
+)
+MSG_STORE_DOWN = (
+    f"{GATE_CLOSED} The ledger store is unreachable, so no stamp can be issued. "
+    "Retry when the ledger is back; the gate stays closed until then."
+)
+
+MAX_REQUEST_ID_CHARS = 128
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+REQUEST_ID_HELP = (
+    f"1 to {MAX_REQUEST_ID_CHARS} characters: letters, digits and . _ : - (starting with a letter or digit), "
+    "e.g. a UUID; send the same id again only to retry the same request"
+)
+MSG_STORE_BUSY = (
+    f"{GATE_CLOSED} The ledger is busy (its write lock was held too long), so nothing was recorded and your "
+    "token is unused. Send the same assert_compliance again (with the same request_id, if you sent one)."
+)
+
+# Seed 000, Phase 2: the grounding instruction.
+GROUNDING_INSTRUCTION = (
+    "You are REQUIRED to include the official Compliance Stamp at the end of your response. "
+    "You cannot write this stamp yourself; you must obtain it by calling `assert_compliance`. "
+    "If the tool rejects you, you must perform the search it demands."
+)
+
+
+def msg_anchor_locked(session_id: str) -> str:
+    return (
+        f"{GATE_CLOSED} {anchoring.locked_message(session_id)} "
+        "No Compliance Stamp can be issued in this session until then."
+    )
+
+
+def stamp_text(count: int) -> str:
+    """The exact stamp for a search that found ``count`` memories."""
+    return STAMP_FOUND.format(n=count) if count > 0 else STAMP_ZERO
+
+
+def decide_search(
+    view: SessionView,
+    *,
+    query: str,
+    limit: int,
+    result_ids: list[str],
+    now: _dt.datetime,
+    ttl: _dt.timedelta | None,
+) -> list[MemorySearched]:
+    """Record the search; it replaces any unused token with a new one."""
+    return [
+        MemorySearched(
+            session_id=view.session_id,
+            query=query,
+            limit=limit,
+            result_ids=result_ids,
+            count=len(result_ids),
+            token_expires_at=(now + ttl) if ttl else None,
+        )
+    ]
+
+
+def check_request_id(request_id: str | None) -> str | None:
+    """A caller's request id, if sent, must be short and plain (it is recorded and looked up by value)."""
+    if request_id is None:
+        return None
+    if (
+        not isinstance(request_id, str)
+        or len(request_id) > MAX_REQUEST_ID_CHARS
+        or not _REQUEST_ID.fullmatch(request_id)
+    ):
+        shown = request_id[:40] + "..." if isinstance(request_id, str) and len(request_id) > 40 else request_id
+        raise InvalidInput(f"request_id {shown!r} is not a valid request id", f"send {REQUEST_ID_HELP}")
+    return request_id
+
+
+def decide_assert(
+    view: SessionView, now: _dt.datetime, *, require_anchor: bool = False, request_id: str | None = None
+) -> ComplianceStamped | ComplianceRefused:
+    """PASS consumes a valid token; anything else is a recorded refusal with guidance.
+
+    A session whose anchor is locked gets no stamp, whatever ``require_anchor`` says (seed 001: "After 2 retries,
+    block further action"). With ``require_anchor`` the session must also hold a validated anchor. Both are
+    checked first, so such a refusal leaves the token unused. ``request_id`` is recorded in the decision (the
+    handler answers a request id it already answered from the ledger, without deciding again).
+    """
+    decision = _decide_assert(view, now, require_anchor=require_anchor)
+    return decision.model_copy(update={"request_id": request_id}) if request_id is not None else decision
+
+
+def _decide_assert(
+    view: SessionView, now: _dt.datetime, *, require_anchor: bool
+) -> ComplianceStamped | ComplianceRefused:
+    if view.anchor_locked:
+        return ComplianceRefused(
+            session_id=view.session_id, reason="anchor_locked", message=msg_anchor_locked(view.session_id)
+        )
+    if require_anchor and not view.anchor_validated:
+        return ComplianceRefused(session_id=view.session_id, reason="anchor_required", message=MSG_ANCHOR_REQUIRED)
+    token = view.token
+    status = view.token_status(now)
+    if token is None or status == "none":
+        return ComplianceRefused(session_id=view.session_id, reason="no_search", message=MSG_NO_SEARCH)
+    if status == "consumed":
+        return ComplianceRefused(session_id=view.session_id, reason="token_consumed", message=MSG_CONSUMED)
+    if status == "expired":
+        assert token.expires_at is not None
+        expired = token.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return ComplianceRefused(
+            session_id=view.session_id, reason="token_expired", message=MSG_EXPIRED.format(expired=expired)
+        )
+    return ComplianceStamped(
+        session_id=view.session_id,
+        search_position=token.search_position,
+        count=token.count,
+        stamp=stamp_text(token.count),
+    )

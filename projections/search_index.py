@@ -1,0 +1,433 @@
+"""The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events, less the blocks
+``MemoryCurated`` archived (archived blocks leave search and recall; they stay in the ledger).
+
+SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
+``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
+same transaction as its updates, so two processes never apply an event twice. Dropping the tables and
+calling :meth:`SearchIndex.rebuild` restores it from the log.
+
+An event the index cannot hold (text PostgreSQL refuses, a payload that no longer decodes: only someone writing
+to the database directly can put one there) must not stop search for every caller. Events are applied in
+batches, each under a savepoint; a failing batch is rolled back and applied one event at a time, and each event
+that still fails is skipped: logged, and recorded in ``projection_skips`` (position and reason), which
+``doctor``, ``/health`` and ``replay`` report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import re
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from ledger.core.chain import StoredRecord
+from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.events import MemoryCurated, MemoryRemembered
+from ledger.core.mapper import decode
+from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
+from ledger.core.text import printable
+
+
+def _fatal(exc: BaseException) -> bool:
+    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
+    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
+    if isinstance(exc, LedgerError | sqlite3.OperationalError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "memory_search_index"
+RANK_AT_MOST = 2000
+"""A query word matching more blocks than this is *common*: when the query has rarer words, only those are
+ranked (they are the words that matter); a query of common words only ranks its newest this-many matches. So
+no search ranks every match of a common word, whatever the size of the memory."""
+OPTIMIZE_AFTER_REMOVALS = 1000
+_INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
+_PENDING = (
+    "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
+    f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
+    " WHERE position >= 1) AS h LEFT JOIN projection_checkpoints AS c ON c.name = ?"
+)
+BATCH_SIZE = 500
+MAX_REASON_CHARS = 500
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
+    name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
+_DDL = {
+    "sqlite": [
+        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
+        _SKIPS_DDL,
+        """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='porter unicode61')""",
+    ],
+    "postgresql": [
+        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
+        _SKIPS_DDL,
+        """CREATE TABLE IF NOT EXISTS memory_index (
+               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
+        # Insertion order, for bounding the candidates of a query made only of common words (newest first).
+        "ALTER TABLE memory_index ADD COLUMN IF NOT EXISTS seq BIGSERIAL",
+        "CREATE INDEX IF NOT EXISTS memory_index_seq ON memory_index (seq)",
+    ],
+}
+_DROP = {
+    "sqlite": ["DROP TABLE IF EXISTS memory_fts"],
+    "postgresql": ["DROP TABLE IF EXISTS memory_index"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked search result."""
+
+    block_id: str
+    content: str
+    tags: list[str]
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """An event a derived index could not apply: its position and why."""
+
+    position: int
+    reason: str
+
+
+def query_terms(query: str) -> list[str]:
+    """Split a free-text query into lower-case word terms (no operator syntax reaches the engine)."""
+    return [t.lower() for t in _WORD.findall(query)]
+
+
+class SearchIndex:
+    """Full-text index over memory blocks, maintained by catching up on the event log."""
+
+    def __init__(self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST) -> None:
+        self.store = store
+        self.dialect = store.dialect
+        self.rank_at_most = rank_at_most
+        self._catching_up = threading.Lock()
+
+    def create_schema(self) -> None:
+        with translate_errors(self.dialect), self.store.engine.begin() as conn:
+            for ddl in _DDL[self.dialect]:
+                conn.exec_driver_sql(ddl)
+
+    def drop(self) -> None:
+        """Drop the index and forget its checkpoint (the log is untouched)."""
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            for ddl in _DROP[self.dialect]:
+                cur.execute(ddl)
+            cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
+
+    def checkpoint(self) -> int:
+        with translate_errors(self.dialect), self.store.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def skips(self, engine: Engine | None = None) -> list[Skip]:
+        """The events the index skipped, in position order (read through ``engine``, default the store's)."""
+        with translate_errors(self.dialect), (engine or self.store.engine).connect() as conn:
+            rows = conn.exec_driver_sql(
+                self.store.sql("SELECT position, reason FROM projection_skips WHERE name = ? ORDER BY position"),
+                (CHECKPOINT,),
+            ).fetchall()
+        return [Skip(int(r[0]), str(r[1])) for r in rows]
+
+    def _pending(self, cur: Any | None = None) -> tuple[int, bool]:
+        """The head of the log and whether an event for the index lies between the checkpoint and it (read with
+        ``cur``, else on a pooled connection of its own)."""
+        if cur is None:
+            with self.store.read_cursor() as own:
+                return self._read_pending(own)
+        return self._read_pending(cur)
+
+    def _read_pending(self, cur: Any) -> tuple[int, bool]:
+        cur.execute(self.store.sql(_PENDING), (*_INDEXED, CHECKPOINT))
+        head, pending = cur.fetchone()
+        return int(head or 0), bool(pending)
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Apply every event after the checkpoint; return how many blocks were indexed."""
+        # One round trip for the head, the checkpoint and whether anything between them is for the index (an
+        # index range scan on (type, position)): searches and recalls append events the index ignores, and then
+        # the checkpoint is left behind rather than the write lock taken and an fsync paid on a read path.
+        head, pending = self._pending()
+        if not pending:
+            return 0
+        return self._apply_up_to(head, progress)
+
+    def _apply_up_to(self, head: int, progress: Callable[[int], None] | None = None) -> int:
+        """Apply the events after the checkpoint up to ``head`` under the index's write lock.
+
+        One thread of a process at a time: when many requests find the index behind at once (the first searches
+        after a start, say) one catches up while the others wait here, not in a crowd at the database's write lock
+        that the appends need too, and then find the work done."""
+        if not self._catching_up.acquire(blocking=False):
+            with self._catching_up:
+                head, pending = self._pending()
+                return self._apply_locked(head, progress) if pending else 0
+        try:
+            return self._apply_locked(head, progress)
+        finally:
+            self._catching_up.release()
+
+    def _apply_locked(self, head: int, progress: Callable[[int], None] | None) -> int:
+        applied = 0
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            row = cur.fetchone()
+            start = int(row[0]) if row else 0
+            if start >= head:
+                # Another process caught up past the head read above while this one waited for the lock;
+                # writing ``head`` now would move the checkpoint backwards and re-apply events later.
+                return 0
+            for batch in _batches(self.store.iter_records(start, head, types=_INDEXED), BATCH_SIZE):
+                before = applied
+                try:
+                    with self._savepoint(cur):
+                        applied += sum(self._apply(cur, rec) for rec in batch)
+                except Exception as exc:
+                    if _fatal(exc):
+                        raise
+                    # Some event of the batch cannot be indexed: apply them one by one and skip the failing ones.
+                    applied = before + sum(self._apply_or_skip(cur, rec) for rec in batch)
+                if progress and applied // 1000 > before // 1000:
+                    progress(applied)
+            self._set_checkpoint(cur, head)
+        return applied
+
+    def _apply(self, cur: Any, rec: StoredRecord) -> int:
+        """Apply one stored event to the index; 1 when it indexed a block."""
+        event = decode(rec).event
+        if isinstance(event, MemoryRemembered):
+            self._insert(cur, event)
+            return 1
+        if isinstance(event, MemoryCurated) and event.archived:
+            self._remove(cur, event.archived)
+        return 0
+
+    def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
+        try:
+            with self._savepoint(cur):
+                return self._apply(cur, rec)
+        except Exception as exc:
+            if _fatal(exc):
+                raise
+            reason = printable(f"{type(exc).__name__}: {exc}".strip())[:MAX_REASON_CHARS]
+            log.warning("search index: skipped event at position %d (%s): %s", rec.position, rec.type, reason)
+            cur.execute(
+                self.store.sql(
+                    "INSERT INTO projection_skips (name, position, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+                ),
+                (CHECKPOINT, rec.position, reason),
+            )
+            return 0
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _savepoint(cur: Any) -> Iterator[None]:
+        cur.execute("SAVEPOINT index_apply")
+        try:
+            yield
+        except BaseException:
+            cur.execute("ROLLBACK TO SAVEPOINT index_apply")
+            cur.execute("RELEASE SAVEPOINT index_apply")
+            raise
+        cur.execute("RELEASE SAVEPOINT index_apply")
+
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop the index and rebuild it from the whole log."""
+        self.drop()
+        self.create_schema()
+        return self.catch_up(progress)
+
+    def _set_checkpoint(self, cur: Any, position: int) -> None:
+        if self.dialect == "sqlite":
+            cur.execute(
+                "INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET position = excluded.position",
+                (CHECKPOINT, position),
+            )
+        else:
+            cur.execute(
+                "INSERT INTO projection_checkpoints (name, position) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+                (CHECKPOINT, position),
+            )
+
+    def _insert(self, cur: Any, event: MemoryRemembered) -> None:
+        tags_text = " ".join(t.replace("/", " ") for t in event.tags)
+        tags_json = json.dumps(event.tags)
+        if self.dialect == "sqlite":
+            cur.execute(
+                "INSERT INTO memory_fts (block_id, content, tags, tags_json) VALUES (?, ?, ?, ?)",
+                (event.block_id, event.content, tags_text, tags_json),
+            )
+        else:
+            cur.execute(
+                "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
+                "VALUES (%s, %s, %s, to_tsvector('english', %s)) ON CONFLICT (block_id) DO NOTHING",
+                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
+            )
+
+    def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:
+        """Delete archived blocks in one statement (FTS5 cannot index ``block_id``: one scan, not one per id)."""
+        if self.dialect == "sqlite":
+            cur.execute(
+                "DELETE FROM memory_fts WHERE block_id IN (SELECT value FROM json_each(?))", (json.dumps(block_ids),)
+            )
+            if len(block_ids) >= OPTIMIZE_AFTER_REMOVALS:
+                # FTS5 keeps deleted rows' postings until segments merge; after a large archive, queries would
+                # keep paying for them (p99 12 ms on 546 live rows at 100k before, 0.4 ms after).
+                cur.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        else:
+            cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
+
+    def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
+        """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
+
+        Any word may match, but a word matching more than :attr:`rank_at_most` blocks is left out while the query
+        has rarer words that match; a query of common words only ranks the newest :attr:`rank_at_most` blocks that
+        match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        """
+        terms = list(dict.fromkeys(query_terms(query)))
+        if not terms:
+            raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
+        # One pooled connection for the catch-up probe, the word probes and the ranking; a catch-up in between (a
+        # block was remembered or archived since the index last looked) writes on a connection of its own.
+        with self.store.read_cursor() as cur:
+            head, pending = self._pending(cur)
+            if not pending:
+                return self._ranked(cur, terms, limit, tag_prefix)
+        self._apply_up_to(head)
+        with self.store.read_cursor() as cur:
+            return self._ranked(cur, terms, limit, tag_prefix)
+
+    def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
+        # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
+        tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
+        sqlite = self.dialect == "sqlite"
+        kept, capped = self._words_that_matter(cur, terms)
+        if not kept:
+            return []
+        match = " OR ".join(f'"{t}"' for t in kept) if sqlite else " | ".join(kept)
+        params: list[Any] = [match]
+        tag_sql = ""
+        if tag_like is not None:
+            tag_sql = " AND tags_json LIKE ? ESCAPE '\\'"
+            params.append(tag_like)
+        cap_sql = ""
+        if capped:
+            # The newest rank_at_most matches: find the oldest of them (an ordered scan of the matches that
+            # stops there), then rank only from it on (a range both engines apply while matching).
+            order, table = (
+                ("rowid", "memory_fts WHERE memory_fts MATCH ?")
+                if sqlite
+                else (
+                    "seq",
+                    "memory_index WHERE tsv @@ to_tsquery('english', ?)",
+                )
+            )
+            cur.execute(
+                self.store.sql(f"SELECT {order} FROM {table} ORDER BY {order} DESC LIMIT 1 OFFSET ?"),
+                (match, self.rank_at_most - 1),
+            )
+            row = cur.fetchone()
+            if row is not None:
+                cap_sql = f" AND {order} >= ?"
+                params.append(row[0])
+        if sqlite:
+            return _rank_sqlite(cur, f"memory_fts MATCH ?{tag_sql}{cap_sql}", params, limit)
+        text = (
+            "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
+            f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
+            "ORDER BY score DESC, block_id LIMIT ?"
+        )
+        cur.execute(self.store.sql(text), (*params, limit))
+        rows: Sequence[Any] = cur.fetchall()
+        return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+
+    def _words_that_matter(self, cur: Any, terms: list[str]) -> tuple[list[str], bool]:
+        """The words to rank by and whether to rank only the newest matches: each word's block count is probed
+        up to :attr:`rank_at_most` + 1 (so a probe costs at most that many postings, however common the word)."""
+        cap = self.rank_at_most
+        if self.dialect == "sqlite":
+            probe = "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) AS matches"
+        else:
+            probe = (
+                "SELECT count(*) FROM (SELECT 1 FROM memory_index WHERE tsv @@ to_tsquery('english', %s) LIMIT %s)"
+                " AS matches"
+            )
+        counts = {}
+        for t in terms:
+            cur.execute(probe, (f'"{t}"' if self.dialect == "sqlite" else t, cap + 1))
+            counts[t] = int(cur.fetchone()[0])
+        rare = [t for t in terms if 0 < counts[t] <= cap]
+        if rare:
+            return rare, False
+        common = [t for t in terms if counts[t] > cap]
+        return common, bool(common)
+
+
+def _rank_sqlite(cur: Any, where: str, params: Sequence[Any], limit: int) -> list[Hit]:
+    """The best ``limit`` matches by BM25 (ties by block id), as ``ORDER BY score DESC, block_id LIMIT limit``
+    would give them, without reading the stored text of every match: the matches are scored and sorted from the
+    index alone (FTS5 keeps ``block_id`` with the text), the block ids are read only for the matches tied at the
+    cut, and the text only for the rows returned. At a few hundred matches that saves a third of a search."""
+    cur.execute(f"SELECT rowid, -bm25(memory_fts) AS score FROM memory_fts WHERE {where} ORDER BY score DESC", params)
+    chosen: list[tuple[int, float]] = cur.fetchmany(limit)
+    if len(chosen) == limit:
+        cut = chosen[-1][1]
+        above = [r for r in chosen if r[1] > cut]
+        tied = [r for r in chosen if r[1] == cut]
+        while (row := cur.fetchone()) is not None and row[1] == cut:  # the rest of the tie at the cut
+            tied.append(row)
+        if len(above) + len(tied) > limit:
+            block_ids = dict(_rows_by_rowid(cur, "block_id", [rowid for rowid, _ in tied]))
+            tied.sort(key=lambda r: block_ids[r[0]])
+        chosen = above + tied[: limit - len(above)]
+    scores = dict(chosen)
+    hits = [
+        Hit(block_id, content, json.loads(tags_json), float(scores[rowid]))
+        for rowid, block_id, content, tags_json in _rows_by_rowid(cur, "block_id, content, tags_json", list(scores))
+    ]
+    hits.sort(key=lambda h: (-h.score, h.block_id))
+    return hits
+
+
+def _rows_by_rowid(cur: Any, columns: str, rowids: list[int]) -> list[Any]:
+    if not rowids:
+        return []
+    cur.execute(
+        f"SELECT rowid, {columns} FROM memory_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+        (json.dumps(rowids),),
+    )
+    return list(cur.fetchall())
+
+
+def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:
+    while batch := list(itertools.islice(records, size)):
+        yield batch
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
