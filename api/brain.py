@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.mcp_server import ToolContext, _ledger_call
 from api.rest import Caller
-from ledger.brain import handlers as brain_service
 from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
 from ledger.brain.handlers import BrainAnswer, BrainHealth
 from ledger.core.errors import LedgerError
@@ -63,7 +62,7 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         value for a task's memory_query_session). A declarative statement of more than 50 characters is also
         stored as a thought (trace.thought_id)."""
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return _ledger_call(lambda: brain_service.ask(tools.ledger, who, prompt, context=context, session_id=sid))
+        return _ledger_call(lambda: tools.ledger.brain.ask(who, prompt, context=context, session_id=sid))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def contribute_to_brain(
@@ -84,7 +83,7 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         50 characters or fewer is refused."""
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         return _ledger_call(
-            lambda: brain_service.ask(tools.ledger, who, prompt, context=context, session_id=sid, contribute=True)
+            lambda: tools.ledger.brain.ask(who, prompt, context=context, session_id=sid, contribute=True)
         )
 
 
@@ -111,8 +110,7 @@ def router() -> APIRouter:
 
         def ask(caller: Actor) -> BrainAnswer:
             actor, ignored = brain_actor(ledger, caller, body.agent_id)
-            answer = brain_service.ask(
-                ledger,
+            answer = ledger.brain.ask(
                 actor,
                 body.prompt,
                 context=body.context,
@@ -129,7 +127,7 @@ def router() -> APIRouter:
     def health(request: Request) -> Any:
         """Whether the brain can answer (its store is reachable)."""
         try:
-            return brain_service.health(request.app.state.ledger)
+            return request.app.state.ledger.brain.health()
         except LedgerError as exc:
             return JSONResponse(BrainHealth(status="unavailable", database=exc.message).model_dump(), status_code=503)
 

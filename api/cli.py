@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` a
     from rich.console import Console
 
     from api.settings import Settings
-    from ledger.results import BlockOut, TaskInfo
+    from ledger.memory.report import BlockOut
     from ledger.service import Actor, Ledger
+    from ledger.workflow.report import TaskInfo
 
 
 def argv_field(args: list[str], index: int) -> str:
@@ -808,10 +809,8 @@ def report_enforcement(
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
     from rich.table import Column, Table
 
-    from ledger.enforcement.report import enforcement_report
-
     with _ledger(ctx) as ledger:
-        report = enforcement_report(ledger, agent, as_of=_when(as_of), position=position)
+        report = ledger.enforcement_report(agent, as_of=_when(as_of), position=position)
     if as_json:
         _print_json(report.model_dump(mode="json"))
         return

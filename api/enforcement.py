@@ -13,7 +13,7 @@ from mcp.types import ToolAnnotations
 
 from api.mcp_server import ToolContext, _ledger_call
 from ledger.enforcement import limits
-from ledger.results import ManagedResult
+from ledger.workflow.report import ManagedResult
 
 # locals() of a tool also holds the closure variables it uses (tools, ledger).
 MANAGED_TOOLS = ("manage_task", "manage_context", "manage_subtask")

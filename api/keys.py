@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.rest import Caller
+from ledger.keys.report import ApiKeyInfo
 from ledger.keys.ring import MAX_REASON_CHARS
-from ledger.results import ApiKeyInfo
 from ledger.service import Ledger
 
 

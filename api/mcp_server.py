@@ -19,24 +19,15 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, model_validator
 
 from api.auth import identity_from_headers, proven_for_request
+from ledger.anchor.report import AnchorResult
 from ledger.core.errors import LedgerError, SessionLocked, StoreBusy, StoreUnavailable
 from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import find_bad_text
 from ledger.memory.recall import MAX_TOP_K
-from ledger.results import (
-    AnchorResult,
-    AssertResult,
-    CurateResult,
-    MemorySetupResult,
-    OutcomeResult,
-    RecallResult,
-    RememberResult,
-    SearchResult,
-    SessionInfo,
-    StampVerification,
-)
+from ledger.memory.report import CurateResult, MemorySetupResult, OutcomeResult, RecallResult, RememberResult
 from ledger.service import Actor, Ledger
 from ledger.sessions import gate
+from ledger.sessions.report import AssertResult, SearchResult, SessionInfo, StampVerification
 
 T = TypeVar("T")
 

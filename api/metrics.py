@@ -48,7 +48,7 @@ from api.rest import Caller
 from ledger.core.events import RefusalReason
 from ledger.enforcement.decisions import EnforcementLevel, Outcome
 from ledger.enforcement.handlers import Check
-from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts, enforcement_report
+from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
 from ledger.keys import access
 from ledger.service import Actor, Ledger
 
@@ -211,7 +211,7 @@ def router(ledger: Ledger) -> APIRouter:
         position: Position = None,
     ) -> Any:
         return await who.run(
-            lambda actor: enforcement_report(ledger, access.report_agent(actor, agent), as_of=as_of, position=position)
+            lambda actor: ledger.enforcement_report(access.report_agent(actor, agent), as_of=as_of, position=position)
         )
 
     return api

@@ -27,6 +27,7 @@ from api.params import AsOf, Position
 from api.render import event_dict
 from api.responses import ERROR_RESPONSES
 from api.settings import Settings
+from ledger.anchor.report import AnchorResult
 from ledger.core.errors import InvalidInput, LedgerError, StoreBusy, StoreUnavailable
 from ledger.core.limits import MAX_INT64
 from ledger.core.text import HINT as TEXT_HINT
@@ -34,23 +35,17 @@ from ledger.core.text import find_bad_text, printable
 from ledger.keys import access
 from ledger.memory import decisions as memory
 from ledger.memory.recall import MAX_TOP_K
-from ledger.results import (
-    AnchorResult,
+from ledger.memory.report import BlockDetail, BlockList, CurateResult, OutcomeResult, RecallResult, RememberResult
+from ledger.service import Actor, Ledger
+from ledger.sessions import gate
+from ledger.sessions.report import (
     AssertResult,
-    BlockDetail,
-    BlockList,
     ComplianceReport,
-    CurateResult,
-    OutcomeResult,
-    RecallResult,
-    RememberResult,
     SearchResult,
     SessionInfo,
     SessionState,
     StampVerification,
 )
-from ledger.service import Actor, Ledger
-from ledger.sessions import gate
 
 MAX_EVENTS_PAGE = 1000
 T = TypeVar("T")

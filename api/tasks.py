@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.mcp_server import ToolContext, _ledger_call
 from api.params import AsOf, Position
 from api.rest import Caller
-from ledger.results import TaskInfo, TransitionResult
 from ledger.service import Ledger
+from ledger.workflow.report import TaskInfo, TransitionResult
 
 TRANSITION_HELP = "target status, or 'restore' to return a blocked task to where it was"
 

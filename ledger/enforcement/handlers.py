@@ -8,19 +8,22 @@ allowed, do the work on the workflow's task streams. ``complete`` follows the wo
 
 from __future__ import annotations
 
+import datetime as _dt
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import InvalidInput
 from ledger.core.events import ParameterChecked, TaskWorkRecorded
 from ledger.enforcement import decisions as enf
 from ledger.enforcement import limits
-from ledger.results import ManagedResult, TaskInfo
-from ledger.service_base import Actor
+from ledger.enforcement.report import EnforcementReport, enforcement_report
+from ledger.kernel import Actor, Kernel
+from ledger.sessions.grants import SessionGrants
 from ledger.workflow import decisions as wf
 from ledger.workflow.handlers import WorkflowCommands
+from ledger.workflow.report import ManagedResult, TaskInfo
 from projections import enforcement as enf_proj
 from projections import tasks as task_proj
 
@@ -39,11 +42,21 @@ class Check:
 
 
 @dataclass
-class EnforcementCommands(WorkflowCommands):
-    """Parameter enforcement on the managed task tools."""
+class EnforcementCommands:
+    """Parameter enforcement on the managed task tools: every check recorded, then the task command it guards."""
 
-    _checks_cache: dict[str, tuple[int, Stats]] = field(default_factory=dict)
-    _checks_lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, kernel: Kernel, grants: SessionGrants, tasks: WorkflowCommands) -> None:
+        self.kernel = kernel
+        self.grants = grants
+        self.tasks = tasks
+        self._checks_cache: dict[str, tuple[int, Stats]] = {}
+        self._checks_lock = threading.Lock()
+
+    def report(
+        self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> EnforcementReport:
+        """The enforcement report now, or replayed to a time or position; ``agent`` limits it to that agent."""
+        return enforcement_report(self.kernel, agent, as_of=as_of, position=position)
 
     def enforcement_stats(self, agent: str) -> Stats:
         """The agent's check stats per (tool, action), caught up with its stream."""
@@ -53,7 +66,7 @@ class EnforcementCommands(WorkflowCommands):
         stream = enf_proj.STREAM_PREFIX + agent
         with self._checks_lock:
             version, stats = self._checks_cache.get(stream, (0, {}))
-        state = self.store.load_stream(stream, version)
+        state = self.kernel.store.load_stream(stream, version)
         stats = dict(stats)
         for rec in state.events:
             e = rec.event
@@ -76,12 +89,12 @@ class EnforcementCommands(WorkflowCommands):
         hard size limits (``ledger.enforcement_limits``) is refused at every level, and its check records the
         sizes, never the values."""
         too_big = limits.oversized(params)
-        rules = self.config.enforcement_rules
+        rules = self.kernel.config.enforcement_rules
         rule = rules.rule_for(tool, action, actor.agent)
         stream = enf_proj.STREAM_PREFIX + actor.agent
 
         def attempt() -> Check:
-            session = self._open_session_if(actor, session_id)
+            session = self.grants.open_if(actor, session_id)
             version, stats = self._stats(actor.agent)
             base = rule.level if rule is not None else enf.EnforcementLevel.DISABLED
             validation: enf.Validation | None = None
@@ -109,10 +122,10 @@ class EnforcementCommands(WorkflowCommands):
                 session_id=session.session_id if session is not None else None,
                 error=limits.clip(error) if error else None,
             )
-            [rec] = self._append(actor, stream, version, [event], self._meta(actor, session))
+            [rec] = self.kernel.append(actor, stream, version, [event], self.grants.meta(actor, session))
             return Check(decision, validation, base, rec.position)
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     # --- the managed tools ----------------------------------------------------------------------------------------
 
@@ -126,7 +139,7 @@ class EnforcementCommands(WorkflowCommands):
         data = _given(check, params)
         task_id = str(data["task_id"])
         if action == "create":
-            task = self.task_create(
+            task = self.tasks.task_create(
                 actor,
                 task_id,
                 str(data.get("title", "")),
@@ -148,7 +161,7 @@ class EnforcementCommands(WorkflowCommands):
                     "send session_id (your session's role is the acting role)",
                 )
             work = TaskWorkRecorded(task_id=task_id, tool="manage_task", action=action, params=_context(data))
-            result = self.task_transition(actor, task_id, "complete", session_id, with_events=[work])
+            result = self.tasks.task_transition(actor, task_id, "complete", session_id, with_events=[work])
             if result.status == "refused":
                 return _allowed(check, result.task, refused=result.reasons)
             return _allowed(check, result.task)
@@ -174,7 +187,7 @@ class EnforcementCommands(WorkflowCommands):
             return _blocked(check)
         data = _given(check, params)
         task_id, subtask_id = str(data["task_id"]), str(data["subtask_id"])
-        _, _, view = self._task(task_id)
+        _, _, view = self.tasks.task_view(task_id)
         exists = subtask_id in view.subtasks
         if action == "create" and exists:
             raise InvalidInput(f"subtask {subtask_id} of {task_id} already exists", "choose another subtask_id")
@@ -196,18 +209,18 @@ class EnforcementCommands(WorkflowCommands):
         params: Mapping[str, Any],
     ) -> TaskInfo:
         def attempt() -> TaskInfo:
-            stream, version, view = self._task(task_id)
+            stream, version, view = self.tasks.task_view(task_id)
             if view.status in wf.TERMINAL:
                 raise InvalidInput(f"task {task_id} is {view.status}", "report work on an open task")
             event = TaskWorkRecorded(
                 task_id=task_id, tool=tool, action=action, subtask_id=subtask_id, params=dict(params)
             )
-            [rec] = self._append(actor, stream, version, [event], self._meta(actor, None))
+            [rec] = self.kernel.append(actor, stream, version, [event], self.kernel.meta(actor))
             after = task_proj.evolve(view, rec)
             assert after is not None
-            return self._info(after)
+            return self.tasks.info(after)
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
 
 def _decide(

@@ -43,7 +43,7 @@ from ledger.enforcement.decisions import EnforcementLevel, RuleSet, effective_le
 from projections import enforcement as enf_proj
 
 if TYPE_CHECKING:
-    from ledger.service import Ledger
+    from ledger.kernel import Kernel
 
 PROBLEM_THRESHOLD: Final = 0.5
 TOP_PARAMETERS: Final = 5
@@ -411,16 +411,16 @@ def _problem(
 
 
 def enforcement_report(
-    ledger: Ledger,
+    kernel: Kernel,
     agent: str | None = None,
     *,
     as_of: _dt.datetime | None = None,
     position: int | None = None,
 ) -> EnforcementReport:
     """The report now, or replayed to a time or position; ``agent`` limits it to that agent's checks."""
-    until = ledger._until(as_of, position)
+    until = kernel.until(as_of, position)
     if until is None:
-        until = ledger.store.head()[0]  # positions are gapless: everything up to the head is committed
+        until = kernel.store.head()[0]  # positions are gapless: everything up to the head is committed
     stream = enf_proj.STREAM_PREFIX + agent if agent else None
-    tally = fold_checks(ledger.store.iter_events(0, until, stream=stream, types=list(CHECK_TYPES)))
-    return summarise(tally, ledger.config.enforcement_rules, position=until, as_of=as_of, agent=agent)
+    tally = fold_checks(kernel.store.iter_events(0, until, stream=stream, types=list(CHECK_TYPES)))
+    return summarise(tally, kernel.config.enforcement_rules, position=until, as_of=as_of, agent=agent)

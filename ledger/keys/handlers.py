@@ -12,13 +12,13 @@ provisional answer (a refusal before the request body is looked at); it never re
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ledger.core.events import KeyRole
+from ledger.kernel import Actor, Kernel, check_agent
 from ledger.keys import access
 from ledger.keys import ring as keys
-from ledger.results import ApiKeyCreated, ApiKeyInfo
-from ledger.service_base import Actor, LedgerBase, check_agent
+from ledger.keys.report import ApiKeyCreated, ApiKeyInfo
 from projections import apikeys as key_proj
 from projections.apikeys import KeyRing, KeyView
 
@@ -26,17 +26,19 @@ API_KEYS_STREAM = key_proj.STREAM
 
 
 @dataclass
-class KeyCommands(LedgerBase):
-    """API keys on top of the ledger, with the per-process key ring."""
+class KeyCommands:
+    """API keys: issue, list, revoke, rotate, and the per-process key ring every request is checked against."""
 
-    _key_ring: KeyRing = field(default_factory=KeyRing)
-    _key_ring_lock: threading.Lock = field(default_factory=threading.Lock)
-    _key_ring_read: bool = False  # whether _key_ring was ever caught up with the log
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._key_ring = KeyRing()
+        self._key_ring_lock = threading.Lock()
+        self._key_ring_read = False  # whether _key_ring was ever caught up with the log
 
     def key_ring(self) -> KeyRing:
         """Every key ever issued, caught up with the log now (cached; only new events are read)."""
         ring = self._key_ring
-        state = self.store.load_stream(API_KEYS_STREAM, ring.version)
+        state = self.kernel.store.load_stream(API_KEYS_STREAM, ring.version)
         if state.version == ring.version:
             self._key_ring_read = True
             return ring
@@ -66,10 +68,10 @@ class KeyCommands(LedgerBase):
             ring = self.key_ring()
             key = keys.new_key()
             events = keys.decide_issue(ring, agent, checked, key)
-            self._append(actor, API_KEYS_STREAM, ring.version, events, self._meta(actor, None))
+            self.kernel.append(actor, API_KEYS_STREAM, ring.version, events, self.kernel.meta(actor))
             return ApiKeyCreated(key_id=key.key_id, agent=agent, role=checked, api_key=key.plaintext)
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     def api_key_list(self, actor: Actor) -> list[ApiKeyInfo]:
         """Every key ever issued (oldest first) with its role and revocation; never the key or its hash."""
@@ -83,10 +85,10 @@ class KeyCommands(LedgerBase):
         def attempt() -> ApiKeyInfo:
             ring = self.key_ring()
             events = keys.decide_revoke(ring, key_id, reason)
-            recorded = self._append(actor, API_KEYS_STREAM, ring.version, events, self._meta(actor, None))
+            recorded = self.kernel.append(actor, API_KEYS_STREAM, ring.version, events, self.kernel.meta(actor))
             return ApiKeyInfo.of(key_proj.advance(ring, recorded, recorded[-1].version).keys[key_id])
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     def rotate_api_key(self, actor: Actor, key_id: str) -> ApiKeyCreated:
         """Issue a new key for the same agent and role and revoke the old one, in one append."""
@@ -97,9 +99,9 @@ class KeyCommands(LedgerBase):
             key = keys.new_key()
             events = keys.decide_rotate(ring, key_id, key)
             old = ring.keys[key_id]
-            self._append(actor, API_KEYS_STREAM, ring.version, events, self._meta(actor, None))
+            self.kernel.append(actor, API_KEYS_STREAM, ring.version, events, self.kernel.meta(actor))
             return ApiKeyCreated(
                 key_id=key.key_id, agent=old.agent, role=old.role, api_key=key.plaintext, replaces=key_id
             )
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)

@@ -11,16 +11,17 @@ import contextlib
 import datetime as _dt
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound, StoreUnavailable
 from ledger.core.events import MemoryOutcomeRecorded, MemoryRecalled, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
+from ledger.kernel import Actor, Kernel
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
-from ledger.results import (
+from ledger.memory.report import (
     BlockDetail,
     BlockEvent,
     BlockList,
@@ -35,7 +36,7 @@ from ledger.results import (
     RecallResult,
     RememberResult,
 )
-from ledger.service_base import Actor, LedgerBase
+from ledger.sessions.grants import SessionGrants
 from projections import decay
 from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
@@ -56,18 +57,22 @@ def _memory_runner() -> ProjectionRunner:
 
 
 @dataclass
-class MemoryCommands(LedgerBase):
-    """The memory lifecycle of seed 002 on top of the ledger."""
+class MemoryCommands:
+    """The memory lifecycle of seed 002: remember, recall, curate, outcomes and the block reads; owns the live
+    memory graph (restored from a snapshot, caught up from the log)."""
 
-    _memory: ProjectionRunner = field(default_factory=_memory_runner)
-    _memory_lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
+        self.kernel = kernel
+        self.grants = grants
+        self._memory = _memory_runner()
+        self._memory_lock = threading.Lock()
 
     # --- the live graph -----------------------------------------------------------------------------------
 
     def _live(self) -> tuple[MemoryGraph, ActiveClock]:
         """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
-        self.snapshots.catch_up(self._memory, lambda after: self.store.iter_events(after))
-        clock = self._memory.active_clock(self.clock(), self.config.idle_timeout)
+        self.kernel.snapshots.catch_up(self._memory, lambda after: self.kernel.store.iter_events(after))
+        clock = self._memory.active_clock(self.kernel.clock(), self.kernel.config.idle_timeout)
         return self._memory.memory(), clock
 
     @contextlib.contextmanager
@@ -75,15 +80,15 @@ class MemoryCommands(LedgerBase):
         self, as_of: _dt.datetime | None, position: int | None
     ) -> Iterator[tuple[MemoryGraph, ActiveClock, int, _dt.datetime]]:
         """The live graph (under the lock) or one replayed to a moment or position, with its clock."""
-        until = self._until(as_of, position)
+        until = self.kernel.until(as_of, position)
         if until is None:
             with self._memory_lock:
                 graph, clock = self._live()
                 yield graph, clock, graph.position, clock.at
             return
-        runner = self.snapshots.replay_to(_memory_runner(), self.store.iter_events, until)
-        moment = as_of or runner.last_recorded_at or self.clock()
-        yield runner.memory(), runner.active_clock(moment, self.config.idle_timeout), until, moment
+        runner = self.kernel.snapshots.replay_to(_memory_runner(), self.kernel.store.iter_events, until)
+        moment = as_of or runner.last_recorded_at or self.kernel.clock()
+        yield runner.memory(), runner.active_clock(moment, self.kernel.config.idle_timeout), until, moment
 
     def remember(
         self,
@@ -100,8 +105,8 @@ class MemoryCommands(LedgerBase):
         block_id = memory.block_id_for(content)
 
         def attempt() -> RememberResult:
-            session = self._open_session_if(actor, session_id)
-            state = self.store.load_stream(memory.stream_for(block_id))
+            session = self.grants.open_if(actor, session_id)
+            state = self.kernel.store.load_stream(memory.stream_for(block_id))
             event = memory.decide_remember(
                 stream_version=state.version,
                 block_id=block_id,
@@ -110,11 +115,11 @@ class MemoryCommands(LedgerBase):
                 session_id=session_id,
                 category=clean_category,
             )
-            self._append(actor, state.stream, state.version, [event], self._meta(actor, session))
+            self.kernel.append(actor, state.stream, state.version, [event], self.grants.meta(actor, session))
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
             return RememberResult(block_id=block_id, status=status)
 
-        result = self._retrying(attempt)
+        result = self.kernel.retrying(attempt)
         self._auto_curate(actor)
         return result
 
@@ -138,20 +143,20 @@ class MemoryCommands(LedgerBase):
         if identity is not None:
             wanted.append((memory.check_content(identity), ["self/context"]))
         wanted += [(memory.check_content(v), ["self/value"]) for v in values]
-        session = self._open_session_if(actor, session_id)
+        session = self.grants.open_if(actor, session_id)
         created: list[str] = []
         present: list[str] = []
         for content, tags in wanted:
             block_id = memory.block_id_for(content)
             stream = memory.stream_for(block_id)
             try:
-                if self.store.load_stream(stream).version:
+                if self.kernel.store.load_stream(stream).version:
                     present.append(block_id)
                     continue
                 event = memory.decide_remember(
                     stream_version=0, block_id=block_id, content=content, tags=tags, session_id=session_id
                 )
-                self._append(actor, stream, 0, [event], self._meta(actor, session))
+                self.kernel.append(actor, stream, 0, [event], self.grants.meta(actor, session))
                 created.append(block_id)
             except ConcurrencyError:  # another process seeded it at the same moment
                 present.append(block_id)
@@ -185,9 +190,9 @@ class MemoryCommands(LedgerBase):
             query = memory.check_query(query)
 
         def attempt() -> RecallResult:
-            session = self._open_session_if(actor, session_id)
+            session = self.grants.open_if(actor, session_id)
             # Search first: the graph caught up afterwards holds every block the index returned.
-            hits = self.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
+            hits = self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
             with self._memory_lock:
                 graph, clock = self._live()
                 if hits is not None:
@@ -206,8 +211,10 @@ class MemoryCommands(LedgerBase):
                 return texts
 
             shown = rc.recollect(ranked, spec, top_k, text_of)
-            ttl = self.config.token_ttl
-            expires = self.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
+            ttl = self.kernel.config.token_ttl
+            expires = (
+                self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
+            )
             event = MemoryRecalled(
                 session_id=session_id,
                 query=query,
@@ -220,9 +227,9 @@ class MemoryCommands(LedgerBase):
                 token_expires_at=expires,
             )
             if session is not None:
-                [rec], _ = self._append_to_session(actor, session, [event])
+                [rec], _ = self.grants.append(actor, session, [event])
             else:
-                [rec] = self._append(actor, memory_proj.STREAM, memory_version, [event], self._meta(actor, None))
+                [rec] = self.kernel.append(actor, memory_proj.STREAM, memory_version, [event], self.kernel.meta(actor))
             return RecallResult(
                 frame=spec.name,
                 query=query,
@@ -244,7 +251,7 @@ class MemoryCommands(LedgerBase):
                 position=rec.position,
             )
 
-        result = self._retrying(attempt)
+        result = self.kernel.retrying(attempt)
         self._auto_curate(actor)
         return result
 
@@ -268,7 +275,7 @@ class MemoryCommands(LedgerBase):
                     return None
                 event = rc.decide_curate(graph, clock, trigger)
                 version = graph.version
-            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, None))
+            [rec] = self.kernel.append(actor, memory_proj.STREAM, version, [event], self.kernel.meta(actor))
             return CurateResult(
                 trigger=trigger,
                 archived=len(event.archived),
@@ -281,7 +288,7 @@ class MemoryCommands(LedgerBase):
                 position=rec.position,
             )
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     # --- outcome ------------------------------------------------------------------------------------------
 
@@ -300,13 +307,13 @@ class MemoryCommands(LedgerBase):
         note = memory.check_note(note)
 
         def attempt() -> OutcomeResult:
-            session = self._open_session_if(actor, session_id)
+            session = self.grants.open_if(actor, session_id)
             with self._memory_lock:
                 graph, _ = self._live()
                 before = [self._live_block(graph, b) for b in ids]
                 version = graph.version
             event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)
-            [rec] = self._append(actor, memory_proj.STREAM, version, [event], self._meta(actor, session))
+            [rec] = self.kernel.append(actor, memory_proj.STREAM, version, [event], self.grants.meta(actor, session))
             changes = []
             for b in before:
                 after = memory_proj.evolve_block(b.block_id, b, rec)
@@ -322,7 +329,7 @@ class MemoryCommands(LedgerBase):
                 )
             return OutcomeResult(signal=signal, blocks=changes, position=rec.position)
 
-        result = self._retrying(attempt)
+        result = self.kernel.retrying(attempt)
         self._auto_curate(actor)
         return result
 
@@ -390,7 +397,7 @@ class MemoryCommands(LedgerBase):
             scored = score_one(graph, clock, block)
         history = [
             _history_entry(rec)
-            for rec in self.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
+            for rec in self.kernel.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
             if block_id in memory_proj.block_ids_of(rec)
         ]
         texts = self.block_texts([scored.block])
@@ -399,7 +406,7 @@ class MemoryCommands(LedgerBase):
     def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
         """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps
         only what scoring needs. A text missing from the log fails closed: the log is damaged."""
-        records = self.store.records_at([b.origin for b in blocks])
+        records = self.kernel.store.records_at([b.origin for b in blocks])
         texts: dict[str, str] = {}
         for b in blocks:
             record = records.get(b.origin)

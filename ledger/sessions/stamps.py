@@ -8,8 +8,8 @@ from ledger.core.errors import InvalidInput
 from ledger.core.events import ComplianceStamped
 from ledger.core.mapper import decode
 from ledger.core.signing import PublicKey
-from ledger.results import StampVerification
 from ledger.sessions import receipts
+from ledger.sessions.report import StampVerification
 
 FORGED = "the signature does not match: the receipt is forged or was altered"
 

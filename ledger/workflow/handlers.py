@@ -29,12 +29,13 @@ from ledger.core.events import (
     TaskDnaUpdated,
     TaskTransitioned,
 )
+from ledger.kernel import Actor, Kernel
 from ledger.keys import access
 from ledger.memory import decisions as memory
-from ledger.results import TaskInfo, TransitionResult, WorkReport
-from ledger.service_base import Actor, LedgerBase
 from ledger.sessions import decisions as sessions
+from ledger.sessions.grants import SessionGrants
 from ledger.workflow import decisions as wf
+from ledger.workflow.report import TaskInfo, TransitionResult, WorkReport
 from projections import tasks as task_proj
 from projections.tasks import TaskView
 
@@ -46,20 +47,24 @@ def stream_for(task_id: str) -> str:
 
 
 @dataclass
-class WorkflowCommands(LedgerBase):
-    """Gated workflow tasks on top of the ledger."""
+class WorkflowCommands:
+    """Gated workflow tasks: create, read, update DNA and transition, each transition proven from the log."""
+
+    def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
+        self.kernel = kernel
+        self.grants = grants
 
     # --- reads ------------------------------------------------------------------------------------------------
 
-    def _task(self, task_id: str) -> tuple[str, int, TaskView]:
+    def task_view(self, task_id: str) -> tuple[str, int, TaskView]:
         stream = stream_for(wf.check_task_id(task_id))
-        state = self.store.load_stream(stream)
+        state = self.kernel.store.load_stream(stream)
         view = task_proj.fold(state.events)
         if view is None:
             raise NotFound(f"task {task_id} does not exist", "create it with task_create, or list tasks")
         return stream, state.version, view
 
-    def _info(self, view: TaskView) -> TaskInfo:
+    def info(self, view: TaskView) -> TaskInfo:
         return TaskInfo(
             task_id=view.task_id,
             task_type=view.task_type,
@@ -74,7 +79,7 @@ class WorkflowCommands(LedgerBase):
             transitions=view.transitions,
             refusals=view.refusals,
             position=view.position,
-            next=wf.allowed_from(self.config.workflow, view),
+            next=wf.allowed_from(self.kernel.config.workflow, view),
             work=[
                 WorkReport(
                     tool=w.tool,
@@ -99,14 +104,14 @@ class WorkflowCommands(LedgerBase):
         viewer: Actor | None = None,
     ) -> TaskInfo:
         """A task now, or as of a moment or position (an agent key: see :func:`ledger.access.task_visible`)."""
-        until = self._until(as_of, position)
+        until = self.kernel.until(as_of, position)
         stream = stream_for(wf.check_task_id(task_id))
-        view = task_proj.fold(self.store.iter_events(0, until, stream=stream))
+        view = task_proj.fold(self.kernel.store.iter_events(0, until, stream=stream))
         if view is None:
             raise NotFound(f"task {task_id} does not exist (at that point)", "check the task id")
         if viewer is not None:
             access.require_task_reader(viewer, view)
-        return self._info(view)
+        return self.info(view)
 
     def task_list(
         self,
@@ -119,12 +124,12 @@ class WorkflowCommands(LedgerBase):
         """Every task (filtered), oldest first; an agent key sees open tasks and those it created or acted on."""
         scope = access.read_scope(viewer) if viewer is not None else None
         views: dict[str, TaskView | None] = {}
-        for rec in self.store.iter_events(types=list(TASK_EVENT_TYPES)):
+        for rec in self.kernel.store.iter_events(types=list(TASK_EVENT_TYPES)):
             key = task_proj.task_key(rec)
             if key is not None:
                 views[key] = task_proj.evolve(views.get(key), rec)
         return [
-            self._info(v)
+            self.info(v)
             for v in views.values()
             if v is not None
             and (status is None or v.status == status)
@@ -147,7 +152,7 @@ class WorkflowCommands(LedgerBase):
         dna: Mapping[str, Any] | None = None,
     ) -> TaskInfo:
         """Create a task in a status (default ``ready``), assigned to a role."""
-        flow = self.config.workflow
+        flow = self.kernel.config.workflow
         task_id = wf.check_task_id(task_id)
         title = wf.check_title(title)
         if task_type not in flow.types:
@@ -162,15 +167,15 @@ class WorkflowCommands(LedgerBase):
         clean = wf.check_dna(dict(dna or {}))
         event = TaskCreated(task_id=task_id, task_type=task_type, title=title, status=status, role=role, dna=clean)
         stream = stream_for(task_id)
-        if self.store.load_stream(stream).version:
+        if self.kernel.store.load_stream(stream).version:
             raise Conflict(f"task {task_id} already exists", "choose another id, or use task_get")
         try:
-            [rec] = self._append(actor, stream, 0, [event], self._meta(actor, None))
+            [rec] = self.kernel.append(actor, stream, 0, [event], self.kernel.meta(actor))
         except ConcurrencyError as exc:  # created by someone else at the same moment
             raise Conflict(f"task {task_id} already exists", "choose another id, or use task_get") from exc
         view = task_proj.evolve(None, rec)
         assert view is not None
-        return self._info(view)
+        return self.info(view)
 
     def task_update_dna(
         self,
@@ -187,14 +192,14 @@ class WorkflowCommands(LedgerBase):
             raise InvalidInput("nothing to change", 'send fields to set, e.g. {"memory_query_session": "ses_…"}')
 
         def attempt() -> TaskInfo:
-            stream, version, view = self._task(task_id)
+            stream, version, view = self.task_view(task_id)
             event = TaskDnaUpdated(task_id=view.task_id, set=changes, removed=[r for r in remove if r in view.dna])
-            [rec] = self._append(actor, stream, version, [event], self._meta(actor, None))
+            [rec] = self.kernel.append(actor, stream, version, [event], self.kernel.meta(actor))
             after = task_proj.evolve(view, rec)
             assert after is not None
-            return self._info(after)
+            return self.info(after)
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     def task_transition(
         self,
@@ -209,7 +214,7 @@ class WorkflowCommands(LedgerBase):
 
         ``with_events`` are appended with the transition, atomically, only when it is made (e.g. the completion
         report of ``manage_task(action="complete")``)."""
-        flow = self.config.workflow
+        flow = self.kernel.config.workflow
         if not isinstance(to_status, str) or (to_status not in flow.statuses and to_status != wf.RESTORE):
             raise InvalidInput(
                 f"status {to_status!r} is not in the workflow",
@@ -217,9 +222,9 @@ class WorkflowCommands(LedgerBase):
             )
 
         def attempt() -> TransitionResult:
-            session = self._open_session(actor, session_id)
+            session = self.grants.open(actor, session_id)
             role = session.view.role
-            stream, version, task = self._task(task_id)
+            stream, version, task = self.task_view(task_id)
             target = wf.target_status(task, to_status)
             rule = flow.rule_for(task.task_type, task.status, target, task.role)
             proofs = {
@@ -229,7 +234,7 @@ class WorkflowCommands(LedgerBase):
             }
             event = wf.decide_transition(flow, task, to_status, role, admin=actor.admin, proofs=proofs)
             events = [event, *with_events] if isinstance(event, TaskTransitioned) else [event]
-            recorded = self._append(actor, stream, version, events, self._meta(actor, session))
+            recorded = self.kernel.append(actor, stream, version, events, self.grants.meta(actor, session))
             rec = recorded[0]
             after: TaskView | None = task
             for r in recorded:
@@ -238,7 +243,7 @@ class WorkflowCommands(LedgerBase):
             if isinstance(event, TaskTransitioned):
                 return TransitionResult(
                     status="transitioned",
-                    task=self._info(after),
+                    task=self.info(after),
                     from_status=event.from_status,
                     to_status=event.to_status,
                     acting_role=event.acting_role,
@@ -249,7 +254,7 @@ class WorkflowCommands(LedgerBase):
                 )
             return TransitionResult(
                 status="refused",
-                task=self._info(after),
+                task=self.info(after),
                 from_status=event.from_status,
                 to_status=event.to_status,
                 acting_role=event.acting_role,
@@ -258,7 +263,7 @@ class WorkflowCommands(LedgerBase):
                 position=rec.position,
             )
 
-        return self._retrying(attempt)
+        return self.kernel.retrying(attempt)
 
     # --- DNA evidence -------------------------------------------------------------------------------------------
 
@@ -277,7 +282,7 @@ class WorkflowCommands(LedgerBase):
             session_id = sessions.check_session_id(value)
         except InvalidInput:
             return wf.Proof(name, reason=f"{value!r} is not a session id: send the session_id of your memory query")
-        events = self.store.load_stream(sessions.stream_for(session_id)).events
+        events = self.kernel.store.load_stream(sessions.stream_for(session_id)).events
         if not events or not isinstance(events[0].event, SessionStarted):
             return wf.Proof(name, reason=f"{session_id} names no session in this ledger")
         if events[0].event.agent != agent:
@@ -297,7 +302,7 @@ class WorkflowCommands(LedgerBase):
         name = wf.MEMORY_CONTRIBUTION_ID
         if not isinstance(value, str) or not value.startswith("blk_"):
             return wf.Proof(name, reason=f"{value!r} is not a block id: send the id your contribution returned")
-        events = self.store.load_stream(memory.stream_for(value)).events
+        events = self.kernel.store.load_stream(memory.stream_for(value)).events
         first = events[0] if events else None
         if first is None or not isinstance(first.event, MemoryRemembered):
             return wf.Proof(name, reason=f"{value} names no memory block in this ledger")

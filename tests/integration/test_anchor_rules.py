@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.results import AnchorResult
+from ledger.anchor.report import AnchorResult
 from ledger.service import Actor, Ledger
 from tests.anchor_support import git, proof
 from tests.conftest import LedgerFactory

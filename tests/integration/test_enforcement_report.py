@@ -56,7 +56,7 @@ def history(make_ledger: LedgerFactory, db_url: str) -> Ledger:
 
 
 def test_totals_and_each_tool_action_count_every_recorded_check(history: Ledger) -> None:
-    report = enforcement_report(history)
+    report = history.enforcement_report()
     t = report.totals
     assert (t.checks, t.passed, t.failed, t.blocked, t.allowed, t.warned) == (11, 4, 7, 2, 9, 5)
     assert t.compliance_rate == round(4 / 11, 4) and t.bypassed == 0 and t.invalid_calls == 0
@@ -74,7 +74,7 @@ def test_totals_and_each_tool_action_count_every_recorded_check(history: Ledger)
 
 
 def test_each_agent_shows_its_compliance_and_the_level_its_next_call_meets(history: Ledger) -> None:
-    report = enforcement_report(history)
+    report = history.enforcement_report()
     agents = {a.agent: a for a in report.by_agent}
     assert set(agents) == {"good-bot", "lazy-bot"}
     good, lazy = agents["good-bot"], agents["lazy-bot"]
@@ -91,7 +91,7 @@ def test_each_agent_shows_its_compliance_and_the_level_its_next_call_meets(histo
 
 
 def test_problem_areas_are_the_tool_actions_and_agents_below_half_compliance_worst_first(history: Ledger) -> None:
-    problems = enforcement_report(history).problem_areas
+    problems = history.enforcement_report().problem_areas
     assert [(p.scope, p.agent, p.action, p.compliance_rate, p.checks) for p in problems] == [
         ("agent", "lazy-bot", "update", 0.0, 6),
         ("tool", None, "complete", 0.0, 1),
@@ -105,23 +105,23 @@ def test_problem_areas_are_the_tool_actions_and_agents_below_half_compliance_wor
 
 def test_as_of_and_position_replay_the_report_to_a_past_moment(history: Ledger) -> None:
     """At 09:30 only good-bot's checks had been recorded: no problem areas then."""
-    then = enforcement_report(history, as_of=T0 + _dt.timedelta(minutes=30))
+    then = history.enforcement_report(as_of=T0 + _dt.timedelta(minutes=30))
     assert then.totals.checks == 4 and then.totals.compliance_rate == 1.0 and then.problem_areas == []
     assert [a.agent for a in then.by_agent] == ["good-bot"]
-    same = enforcement_report(history, position=then.position)
+    same = history.enforcement_report(position=then.position)
     assert same.model_dump(exclude={"as_of"}) == then.model_dump(exclude={"as_of"})
-    assert enforcement_report(history, position=0).totals.checks == 0
+    assert history.enforcement_report(position=0).totals.checks == 0
     with pytest.raises(InvalidInput, match="both given"):
-        enforcement_report(history, as_of=T0, position=3)
+        history.enforcement_report(as_of=T0, position=3)
     with pytest.raises(InvalidInput, match="no UTC offset"):
-        enforcement_report(history, as_of=T0.replace(tzinfo=None))
+        history.enforcement_report(as_of=T0.replace(tzinfo=None))
 
 
 def test_agent_limits_the_report_to_that_agents_checks(history: Ledger) -> None:
-    lazy = enforcement_report(history, "lazy-bot")
+    lazy = history.enforcement_report("lazy-bot")
     assert lazy.agent == "lazy-bot" and lazy.totals.checks == 7 and lazy.totals.compliance_rate == 0.0
     assert {p.agent for p in lazy.problem_areas} == {None, "lazy-bot"}
-    assert enforcement_report(history, "nobody").totals.checks == 0
+    assert history.enforcement_report("nobody").totals.checks == 0
 
 
 def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:

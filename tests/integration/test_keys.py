@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from ledger.brain import handlers as brain_service
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.chain import StoredRecord, record_hash
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound, Unauthorized
@@ -168,7 +167,7 @@ COMMANDS: dict[str, Callable[[Ledger, str], object]] = {
     "manage_task": lambda led, sid: led.manage_task(
         AUDITOR, "update", {"task_id": "t-1", "work_notes": "audited the ledger today", "progress_made": "half"}
     ),
-    "brain": lambda led, sid: brain_service.ask(led, AUDITOR, "What do we know about the ledger?"),
+    "brain": lambda led, sid: led.brain.ask(AUDITOR, "What do we know about the ledger?"),
     "issue_key": lambda led, sid: led.issue_api_key(AUDITOR, "x"),
     "revoke_key": lambda led, sid: led.revoke_api_key(AUDITOR, led.api_key_list(OPERATOR)[0].key_id),
 }

@@ -16,7 +16,7 @@ from freezegun.api import FrozenDateTimeFactory, StepTickTimeFactory
 from ledger.core.errors import InvalidInput, NotFound
 from ledger.core.events import MemoryCurated, MemoryRecalled
 from ledger.memory.constitution import CONSTITUTION
-from ledger.results import BlockOut
+from ledger.memory.report import BlockOut
 from ledger.service import Actor, Ledger
 from projections import search_index
 from projections.decay import LAMBDA, Tier

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from ledger.results import AgentReport
 from ledger.service import Actor, Ledger
+from ledger.sessions.report import AgentReport
 from projections.runner import ALL, COMPLIANCE, ProjectionRunner
 from tests.conftest import LedgerFactory
 

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.settings import Settings
-from ledger.brain import handlers as brain_service
 from ledger.core import clock
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.chain import record_hash
@@ -64,7 +63,7 @@ def test_the_service_refuses_nul_text_before_recording(ledger: Ledger) -> None:
     with pytest.raises(InvalidInput, match="NUL"):
         ledger.remember(ALICE, EVIL, [], sid)
     with pytest.raises(InvalidInput, match="agent_name"):  # a brain call is several appends: checked before all
-        brain_service.ask(ledger, ALICE, "what do we know about schemas?", agent_name="bad\ud800name")
+        ledger.brain.ask(ALICE, "what do we know about schemas?", agent_name="bad\ud800name")
     assert ledger.store.head() == head
 
 
@@ -103,7 +102,7 @@ def test_a_nul_event_in_the_database_is_skipped_and_reported_not_fatal(
     assert all(f"position {p}" in caplog.text for p in skipped)
     recalled = ledger.recall(ALICE, "database schema", "attention", 5, sid)
     assert recalled.blocks
-    answer = brain_service.ask(ledger, ALICE, "what do we know about the database schema?")
+    answer = ledger.brain.ask(ALICE, "what do we know about the database schema?")
     assert answer.trace.thoughts_retrieved >= 1
     assert [k.position for k in ledger.index.skips()] == skipped
     assert all(k.reason for k in ledger.index.skips())

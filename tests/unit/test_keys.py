@@ -9,9 +9,9 @@ import pytest
 
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from ledger.core.events import ApiKeyIssued, ApiKeyRevoked, DomainEvent, RecordedEvent
+from ledger.kernel import Actor
 from ledger.keys import access
 from ledger.keys import ring as keys
-from ledger.service_base import Actor
 from projections.apikeys import KeyRing, advance
 from projections.tasks import TaskView
 

@@ -1,0 +1,113 @@
+"""Anchor commands: validate an Odyssean Anchor proof against the authoritative project context, count and lock
+failed attempts, and let a person unlock a session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.anchor import decisions as anchoring
+from ledger.anchor import project as project_context
+from ledger.anchor import proof as anchor
+from ledger.anchor.report import AnchorResult
+from ledger.core.canonical import require_utf8
+from ledger.core.errors import InvalidInput
+from ledger.kernel import Actor, Kernel
+from ledger.sessions import decisions as sessions
+from ledger.sessions.grants import SessionGrants
+from ledger.sessions.handlers import SessionCommands
+from ledger.sessions.report import SessionState
+
+
+class AnchorCommands:
+    """The Odyssean Anchor of seed 001 over a session."""
+
+    def __init__(self, kernel: Kernel, grants: SessionGrants, sessions: SessionCommands) -> None:
+        self.kernel = kernel
+        self.grants = grants
+        self.sessions = sessions
+
+    def anchor(
+        self, actor: Actor, session_id: str, role: str, proof_candidate: str, tier: str = "default"
+    ) -> AnchorResult:
+        """Validate an anchor proof against the authoritative context; count, lock and record the attempt."""
+        if not isinstance(proof_candidate, str) or not proof_candidate.strip():
+            raise InvalidInput("proof_candidate is empty", "send the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
+        if tier not in anchor.TIERS:
+            raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(anchor.TIERS)}")
+        if len(proof_candidate) > anchor.MAX_PROOF_CHARS:
+            raise InvalidInput(
+                f"the proof is {len(proof_candidate)} characters; the limit is {anchor.MAX_PROOF_CHARS}",
+                "send only the ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block",
+            )
+        sessions.check_role(role)
+        require_utf8(proof_candidate, "proof")
+
+        def attempt() -> AnchorResult:
+            session = self.grants.open(actor, session_id, while_locked=True)  # a locked attempt is recorded
+            view = session.view
+            if view.anchor_locked:
+                [rec], after = self.grants.append(actor, session, anchoring.decide_refusal(view))
+                message = anchoring.locked_message(session_id)
+                return AnchorResult(
+                    validated=False,
+                    canonical_proof="",
+                    errors=[message],
+                    guidance=f"VALIDATION FAILED: [{message}]. RETRY: [none until a person unlocks the session]",
+                    enforcement=anchoring.Enforcement.of(after, view.anchor_attempt),
+                    session_id=session_id,
+                    position=rec.position,
+                )
+            if not view.working_dir:
+                raise InvalidInput(
+                    "this session has no working directory to anchor to",
+                    "clock in again with working_dir set to your project directory",
+                )
+            root = Path(view.working_dir)
+            ctx = project_context.read_context(root, self.kernel.config.context_paths)
+            workspace = project_context.Workspace(root)
+            validation = anchor.validate_proof(
+                proof_candidate,
+                role=role,
+                session_role=view.role,
+                tier=tier,
+                context=anchor.AuthoritativeContext(
+                    working_dir=ctx.working_dir, branch=ctx.branch, phase=ctx.phase, files=ctx.files
+                ),
+                check_citation=workspace.check_citation,
+                parent_exists=self.grants.exists,
+            )
+            events = anchoring.decide_attempt(
+                view,
+                role=role,
+                tier=tier,
+                proof=proof_candidate,
+                validation=validation,
+                branch=ctx.branch,
+                phase=ctx.phase,
+                files=ctx.files,
+            )
+            recorded, after = self.grants.append(actor, session, events)
+            return AnchorResult(
+                validated=validation.validated,
+                canonical_proof=validation.canonical_proof,
+                errors=validation.errors,
+                guidance=validation.guidance,
+                enforcement=anchoring.Enforcement.of(after, view.anchor_attempt + 1),
+                warnings=validation.warnings,
+                template="" if validation.validated else validation.template,
+                session_id=session_id,
+                position=recorded[0].position,
+            )
+
+        return self.kernel.retrying(attempt)
+
+    def unlock_anchor(self, actor: Actor, session_id: str, reason: str) -> SessionState:
+        """A person lifts an anchor lock; the unlock is an event naming who and why."""
+
+        def attempt() -> SessionState:
+            session = self.grants.administer(actor, session_id, "unlock a session")
+            self.grants.append(actor, session, anchoring.decide_unlock(session.view, reason))
+            return self.sessions.session_state(session_id)
+
+        return self.kernel.retrying(attempt)

@@ -1,0 +1,256 @@
+"""Audit commands: initialise and bind the ledger's keys, verify the chain, sign and check checkpoints, page the
+log, and replay every projection to any moment.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ledger.audit import checkpoints
+from ledger.core import signing
+from ledger.core.chain import ChainReport, StoredRecord
+from ledger.core.errors import ConcurrencyError, Conflict, NotFound
+from ledger.core.events import (
+    DomainEvent,
+    LedgerInitialised,
+    SigningKeyBound,
+)
+from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
+from ledger.keys import access
+from ledger.memory.handlers import MemoryCommands, score_one, stats_of
+from ledger.memory.report import BlockOut, MemoryStats
+from ledger.sessions.report import AgentReport, SessionState
+from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
+from projections.active_hours import active_hours as active_hours_of
+from projections.memory import BlockView
+from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner, run_together
+
+
+class AuditCommands:
+    """The log itself: its identity, its chain, its checkpoints and its replays."""
+
+    def __init__(self, kernel: Kernel, memory: MemoryCommands) -> None:
+        self.kernel = kernel
+        self.memory = memory
+
+    def initialise(self) -> bool:
+        """Create the schema and record which keys this ledger is bound to. Idempotent.
+
+        Returns whether this call created the ledger. A ledger made before signing keys existed is bound to its
+        signing key the first time it is initialised with one.
+        """
+        self.kernel.store.create_schema()
+        self.kernel.index.create_schema()
+        self.kernel.snapshots.create_schema()
+        system = {"agent": "system", "source": "cli"}
+        for _ in range(self.kernel.config.max_conflict_retries):
+            state = self.kernel.store.load_stream(LEDGER_STREAM)
+            receipt_key, signing_key = bindings(state.events)
+            if receipt_key is not None and receipt_key != self.kernel.key.key_id:
+                raise Conflict(
+                    f"this ledger was initialised with receipt key {receipt_key}, but the key file holds "
+                    f"{self.kernel.key.key_id}; receipts signed now could not be checked against earlier ones",
+                    "restore the original key file (LEDGER_KEY_FILE / --key-file)",
+                )
+            if (
+                signing_key is not None
+                and self.kernel.signer is not None
+                and signing_key.key_id != self.kernel.signer.key_id
+            ):
+                raise Conflict(
+                    f"this ledger is bound to signing key {signing_key.key_id}, but the signing key file holds "
+                    f"{self.kernel.signer.key_id}; its checkpoints and receipts would not verify against the "
+                    "published key",
+                    "restore the original signing key file (LEDGER_SIGNING_KEY_FILE / --signing-key-file)",
+                )
+            events: list[DomainEvent] = []
+            if receipt_key is None:
+                events.append(LedgerInitialised(receipt_key_id=self.kernel.key.key_id))
+            if signing_key is None and self.kernel.signer is not None:
+                public = self.kernel.signer.public
+                events.append(SigningKeyBound(key_id=public.key_id, public_key=signing.b64url(public.raw)))
+            if not events:
+                return False
+            try:
+                self.kernel.store.append(LEDGER_STREAM, state.version, events, system)
+            except ConcurrencyError:
+                continue  # another process is initialising too: look again
+            return receipt_key is None
+        raise Conflict("the ledger stream kept changing while initialising", "run the command again")
+
+    def verify(self, progress: Callable[[int], None] | None = None) -> ChainReport:
+        """Recompute the chain (see :meth:`SqlEventStore.verify`) of a ledger that must begin with its
+        ``LedgerInitialised`` event: a log rebuilt without it, or emptied, is not this ledger's log."""
+        first = self.kernel.store.get(1)
+        if first is None or first.type != LedgerInitialised.type_name:
+            found = "nothing (the table is empty)" if first is None else f"a {first.type} event"
+            return ChainReport(
+                False,
+                0,
+                0,
+                1,
+                f"position 1 holds {found}, not the ledger's LedgerInitialised: the log was replaced",
+            )
+        return self.kernel.store.verify(progress)
+
+    def bound_key_id(self) -> str | None:
+        """The fingerprint of the receipt key recorded by ``LedgerInitialised`` (None before ``init``)."""
+        return self.kernel.bindings()[0]
+
+    def bound_signing_key(self) -> SigningKeyBound | None:
+        """The signing key this ledger is bound to (None before ``init`` made one)."""
+        return self.kernel.bindings()[1]
+
+    def public_key(self) -> signing.PublicKey:
+        """The public half of the ledger's signing key."""
+        return self.kernel.require_signer().public
+
+    def checkpoint(self) -> checkpoints.Checkpoint:
+        """Sign the current head of the log."""
+        position, head_hash = self.kernel.store.head()
+        return checkpoints.sign(
+            self.kernel.require_signer(), position=position, head_hash=head_hash, now=self.kernel.clock()
+        )
+
+    def verify_checkpoints(
+        self, sources: Sequence[checkpoints.Source], public: signing.PublicKey
+    ) -> list[CheckpointFinding]:
+        """Check each checkpoint's signature with ``public`` and whether the log still holds its head."""
+        head, _ = self.kernel.store.head()
+        findings = []
+        for source in sources:
+            cp = source.checkpoint
+            if cp is None:
+                problem = source.problem
+            elif cp.key_id != public.key_id:
+                problem = f"signed by key {cp.key_id}, not by the ledger key {public.key_id}"
+            elif not cp.signed_by(public):
+                problem = "the signature does not match: the checkpoint is forged or was altered"
+            else:
+                problem = checkpoints.held_by(
+                    cp, self.kernel.store.get(cp.position) if cp.position <= head else None, head
+                )
+            findings.append(CheckpointFinding(source.where, cp, problem))
+        return findings
+
+    def events_page(
+        self,
+        viewer: Actor | None = None,
+        *,
+        after: int = 0,
+        limit: int = 100,
+        stream: str | None = None,
+        event_type: str | None = None,
+    ) -> tuple[list[StoredRecord], int | None]:
+        """One page of the log after ``after`` and the position to continue from (``None`` on the last page).
+
+        An agent key sees only the events recorded for it; the filter runs in the store, so ``next_after`` is
+        the last position it returned and a page never skips or shows another agent's event.
+        """
+        rows: list[StoredRecord] = []
+        for rec in self.kernel.store.iter_records(
+            after,
+            stream=stream,
+            types=[event_type] if event_type else None,
+            agent=access.read_scope(viewer) if viewer is not None else None,
+            batch_size=limit + 1,
+        ):
+            rows.append(rec)
+            if len(rows) > limit:
+                break
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, rows[-1].position if more and rows else None
+
+    def replay(
+        self,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Replay:
+        """Fold every projection from position 0 up to a time or position (default: the whole log)."""
+        until = self.kernel.until(as_of, position)
+        runner = ProjectionRunner(ALL)
+        runner.run(self.kernel.store.iter_events(0, until), progress)
+        if as_of is not None:
+            moment = as_of
+        else:
+            moment = runner.last_recorded_at if until is not None and runner.last_recorded_at else self.kernel.clock()
+        return Replay(
+            runner=runner,
+            moment=moment,
+            position=runner.position if until is None else until,
+            texts=self.memory.block_texts,
+            idle_timeout=self.kernel.config.idle_timeout,
+        )
+
+    def active_hours(self, *, as_of: _dt.datetime | None = None) -> float:
+        """Hours in which at least one session was active, up to now or ``as_of`` (replayed to that moment)."""
+        replay = self.replay(as_of=as_of)
+        spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
+        return active_hours_of(ActiveTime(spans), replay.moment, self.kernel.config.idle_timeout)
+
+    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop the derived search index and rebuild it from the log."""
+        return self.kernel.index.rebuild(progress)
+
+    def rebuild_snapshots(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop every projection snapshot and write new ones folded from position 0 (read models are derived
+        data); return how many were written (none without a signing key or with snapshots turned off)."""
+        self.kernel.snapshots.drop()
+        runners = [
+            ProjectionRunner([COMPLIANCE]),
+            ProjectionRunner([MEMORY, ACTIVE_TIME]),
+            ProjectionRunner([TRAFFIC]),
+        ]
+        run_together(runners, self.kernel.store.iter_events(0), progress)
+        return sum(self.kernel.snapshots.save(runner) for runner in runners)
+
+
+@dataclass(frozen=True)
+class CheckpointFinding:
+    """One checkpoint checked against the log: ``problem`` is None when the log still holds it."""
+
+    where: str
+    checkpoint: checkpoints.Checkpoint | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Projection states as of a moment, and the last position folded."""
+
+    runner: ProjectionRunner
+    moment: _dt.datetime
+    position: int
+    texts: Callable[[Sequence[BlockView]], Mapping[str, str]]  # blocks' texts, read from the log
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT
+
+    def sessions(self) -> list[SessionState]:
+        views = self.runner.state(SESSIONS.name).values()
+        return [SessionState.at(v, self.moment, self.position) for v in views if v is not None]
+
+    def compliance(self) -> list[AgentReport]:
+        return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
+
+    def active_clock(self) -> ActiveClock:
+        return self.runner.active_clock(self.moment, self.idle_timeout)
+
+    def memory(self) -> MemoryStats:
+        """Blocks, archive, edges, curates and active hours as of the replayed moment."""
+        return stats_of(self.runner.memory(), self.active_clock())
+
+    def block(self, block_id: str) -> BlockOut:
+        """One block's state and score breakdown as of the replayed moment."""
+        graph = self.runner.memory()
+        block = graph.blocks.get(block_id)
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
+        return BlockOut.of(score_one(graph, self.active_clock(), block), self.texts([block])[block_id])

@@ -1,0 +1,176 @@
+"""The kernel every capability stands on: who acts (:class:`Actor`), the behaviour settings, and the store with
+the one door for appends and the retry on a lost race (:class:`Kernel`). The façade (``ledger.service``) hands it
+to each capability's handlers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from ledger.anchor import project as project_context
+from ledger.core import clock as _clock
+from ledger.core import signing
+from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
+from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
+from ledger.core.storage import SqlEventStore
+from ledger.enforcement.decisions import RuleSet, load_rules
+from ledger.keys import access
+from ledger.sessions import receipts
+from ledger.workflow.decisions import Workflow, load_workflow
+from projections import snapshots
+from projections.active_hours import IDLE_TIMEOUT
+from projections.search_index import SearchIndex
+
+Source = Literal["mcp", "rest", "cli"]
+T = TypeVar("T")
+MAX_AGENT_CHARS = 64
+LEDGER_STREAM = "ledger"  # the stream that binds the ledger to its receipt and signing keys
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting (from the credential), in which role, and through which front end.
+
+    ``role`` is the API key's (``agent`` | ``auditor`` | ``admin``; see :mod:`ledger.keys.access`); ``admin=True`` is
+    shorthand for ``role="admin"`` and always equals ``role == "admin"``. ``by_key`` says the identity was
+    proven by an API key, which is what limits an agent's reads to its own.
+    """
+
+    agent: str
+    source: Source = "cli"
+    correlation_id: str | None = None
+    admin: bool = False
+    role: KeyRole = "agent"
+    by_key: bool = False
+
+    def __post_init__(self) -> None:
+        if self.admin and self.role == "auditor":
+            raise ValueError("an actor cannot be both admin and auditor")
+        role: KeyRole = "admin" if self.admin else self.role
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "admin", role == "admin")
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Behaviour settings of the service (adapters build it from their settings)."""
+
+    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
+    max_conflict_retries: int = 20
+    require_anchor: bool = False
+    project_roots: tuple[str, ...] = ()
+    context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
+    snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
+    workflow: Workflow = field(default_factory=load_workflow)
+    enforcement_rules: RuleSet = field(default_factory=load_rules)
+
+
+@dataclass
+class Kernel:
+    """What every capability's handlers work with: the store, the search index, the receipt key, the signing key,
+    the settings and the clock, plus the one door events go through (:meth:`append`) and the retry on a lost race.
+
+    Capabilities are handed the kernel (composition); none inherits from it.
+    """
+
+    store: SqlEventStore
+    index: SearchIndex
+    key: receipts.ReceiptKey
+    config: LedgerConfig = field(default_factory=LedgerConfig)
+    clock: _clock.Clock = _clock.now
+    signer: signing.SigningKey | None = None  # Ed25519: new receipts and checkpoints
+    _snapshot_store: snapshots.Snapshots | None = None
+
+    def meta(self, actor: Actor) -> dict[str, Any]:
+        """An event's metadata outside any session (``SessionGrants.meta`` adds a checked session)."""
+        meta: dict[str, Any] = {"agent": actor.agent, "source": actor.source}
+        if actor.admin:
+            meta["admin"] = True
+        if actor.correlation_id:
+            meta["correlation_id"] = actor.correlation_id
+        return meta
+
+    def append(
+        self, actor: Actor, stream: str, expected_version: int, events: Sequence[DomainEvent], meta: dict[str, Any]
+    ) -> list[RecordedEvent]:
+        """Append for ``actor``: the one door every command's events go through, so a role that only reads
+        (an auditor key) is refused here, whatever the command, before anything is written."""
+        access.require_writer(actor)
+        return self.store.append(stream, expected_version, events, meta)
+
+    def retrying(self, attempt: Callable[[], T]) -> T:
+        """Run load-decide-append again when another writer won the race for the stream."""
+        for _ in range(self.config.max_conflict_retries):
+            try:
+                return attempt()
+            except ConcurrencyError:
+                continue
+        raise StoreUnavailable("the stream kept changing under this request", "retry the request")
+
+    @property
+    def snapshots(self) -> snapshots.Snapshots:
+        """The projection snapshots of this store, signed and checked with the ledger key."""
+        if self._snapshot_store is None:
+            self._snapshot_store = snapshots.Snapshots(
+                self.store, self.signer, every=self.config.snapshot_every, clock=self.clock
+            )
+        return self._snapshot_store
+
+    def require_signer(self) -> signing.SigningKey:
+        """The Ed25519 signing key, or :class:`NotInitialised` saying how to make one."""
+        if self.signer is None:
+            raise NotInitialised(
+                "this ledger has no Ed25519 signing key yet (it was initialised before signing keys existed)",
+                "run `compliance-ledger init` once: it creates the key (LEDGER_SIGNING_KEY_FILE) and keeps the rest",
+            )
+        return self.signer
+
+    def until(self, as_of: _dt.datetime | None, position: int | None) -> int | None:
+        """The last position a read as of a time or position covers (``None``: the live head)."""
+        if as_of is not None and position is not None:
+            raise InvalidInput("as_of and position were both given", "send one of them, not both")
+        if position is not None:
+            if isinstance(position, bool) or position < 0:
+                raise InvalidInput("position must be 0 or more", "send a log position, e.g. 120")
+            return position
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                raise InvalidInput("as_of has no UTC offset", "send an ISO time such as 2026-01-31T12:00:00Z")
+            return self.store.position_as_of(as_of)
+        return None
+
+    # --- the ledger's identity: the keys its ``ledger`` stream binds ------------------------------------------
+
+    def bindings(self) -> tuple[str | None, SigningKeyBound | None]:
+        """The receipt key id and the signing key recorded on the ``ledger`` stream (``None`` before ``init``)."""
+        return bindings(self.store.load_stream(LEDGER_STREAM).events)
+
+    def verifying_key(self) -> signing.PublicKey | None:
+        """The key that checks Ed25519 signatures: the signing key's public half, else the one the ledger
+        recorded."""
+        if self.signer is not None:
+            return self.signer.public
+        bound = self.bindings()[1]
+        return signing.PublicKey.from_raw(signing.unb64url(bound.public_key)) if bound else None
+
+
+def bindings(events: Sequence[RecordedEvent]) -> tuple[str | None, SigningKeyBound | None]:
+    """The receipt key id and the signing key recorded on the ``ledger`` stream."""
+    receipt_key: str | None = None
+    signing_key: SigningKeyBound | None = None
+    for rec in events:
+        if isinstance(rec.event, LedgerInitialised) and receipt_key is None:
+            receipt_key = rec.event.receipt_key_id
+        elif isinstance(rec.event, SigningKeyBound) and signing_key is None:
+            signing_key = rec.event
+    return receipt_key, signing_key
+
+
+def check_agent(agent: str) -> str:
+    if not isinstance(agent, str) or not agent.strip() or len(agent) > MAX_AGENT_CHARS:
+        raise InvalidInput(f"agent name {agent!r} is not valid", f"use a non-empty name of at most {MAX_AGENT_CHARS}")
+    return agent

@@ -1,0 +1,54 @@
+"""What the key commands return: a new key (shown once) and a key's public description."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from pydantic import BaseModel
+
+from ledger.core.events import KeyRole
+from projections.apikeys import KeyView
+
+
+class ApiKeyCreated(BaseModel):
+    """A key just issued (or issued by a rotation that revoked ``replaces``): the plaintext is shown only here."""
+
+    key_id: str
+    agent: str
+    role: KeyRole
+    api_key: str
+    replaces: str | None = None
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
+
+class ApiKeyInfo(BaseModel):
+    """An issued key as ``keys list`` shows it: never the key or its hash."""
+
+    key_id: str
+    agent: str
+    role: KeyRole
+    issued_at: _dt.datetime
+    issued_by: str | None
+    position: int
+    revoked_at: _dt.datetime | None = None
+    revoked_by: str | None = None
+    reason: str | None = None
+    replaced_by: str | None = None
+
+    @classmethod
+    def of(cls, view: KeyView) -> ApiKeyInfo:
+        return cls(
+            key_id=view.key_id,
+            agent=view.agent,
+            role=view.role,
+            issued_at=view.issued_at,
+            issued_by=view.issued_by,
+            position=view.position,
+            revoked_at=view.revoked_at,
+            revoked_by=view.revoked_by,
+            reason=view.reason,
+            replaced_by=view.replaced_by,
+        )

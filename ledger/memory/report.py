@@ -1,0 +1,189 @@
+"""What the memory commands return: blocks with their score breakdown, recall frames, curation, outcomes, history
+and statistics."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ledger.memory.recall import Scored
+
+
+class RememberResult(BaseModel):
+    block_id: str
+    status: Literal["created", "duplicate_rejected"]
+
+
+class MemorySetupResult(BaseModel):
+    """What ``memory_setup`` / ``init`` seeding stored; blocks that already existed are left untouched."""
+
+    created: list[str]
+    already_present: list[str]
+    constitutional_blocks: int
+
+
+class ScoreParts(BaseModel):
+    """A block's composite score and every component, with the weights that combined them."""
+
+    total: float
+    similarity: float
+    confidence: float
+    recency: float
+    centrality: float
+    reinforcement: float
+    weights: dict[str, float]
+    active_hours_since_reinforced: float
+    weighted_degree: float
+
+    @classmethod
+    def of(cls, s: Scored) -> ScoreParts:
+        b = s.breakdown
+        w = b.weights
+        return cls(
+            total=round(b.total, 6),
+            similarity=round(b.similarity, 6),
+            confidence=round(b.confidence, 6),
+            recency=round(b.recency, 6),
+            centrality=round(b.centrality, 6),
+            reinforcement=round(b.reinforcement, 6),
+            weights={
+                "similarity": round(w.similarity, 6),
+                "confidence": round(w.confidence, 6),
+                "recency": round(w.recency, 6),
+                "centrality": round(w.centrality, 6),
+                "reinforcement": round(w.reinforcement, 6),
+            },
+            active_hours_since_reinforced=round(s.active_hours_since, 6),
+            weighted_degree=round(s.degree, 6),
+        )
+
+
+class BlockOut(BaseModel):
+    """A memory block with its decay state and score breakdown."""
+
+    block_id: str
+    content: str
+    tags: list[str]
+    category: str
+    tier: str
+    decay_rate: float
+    confidence: float
+    outcomes: int
+    reinforcements: int
+    last_reinforced_at: _dt.datetime
+    created_at: _dt.datetime
+    archived_at: _dt.datetime | None
+    score: ScoreParts
+
+    @classmethod
+    def of(cls, s: Scored, content: str) -> BlockOut:
+        b = s.block
+        return cls(
+            block_id=b.block_id,
+            content=content,
+            tags=list(b.tags),
+            category=b.category,
+            tier=b.tier.value,
+            decay_rate=b.lam,
+            confidence=round(b.confidence, 6),
+            outcomes=b.outcomes,
+            reinforcements=b.reinforcements,
+            last_reinforced_at=b.last_reinforced_at,
+            created_at=b.created_at,
+            archived_at=b.archived_at,
+            score=ScoreParts.of(s),
+        )
+
+
+class RecalledBlock(BlockOut):
+    guaranteed: bool
+    truncated: bool
+
+
+class DroppedBlock(BaseModel):
+    block_id: str
+    reason: Literal["top_k", "token_budget"]
+
+
+class RecallResult(BaseModel):
+    """What a recall brought to the agent: the rendered text and the blocks in it, best first."""
+
+    frame: str
+    query: str | None
+    text: str
+    tokens: int
+    token_budget: int
+    blocks: list[RecalledBlock]
+    dropped: list[DroppedBlock]
+    active_hours: float
+    session_id: str | None
+    token_expires_at: _dt.datetime | None
+    position: int
+
+
+class CurateResult(BaseModel):
+    """What curate did (the ids are in the ``MemoryCurated`` event at ``position``)."""
+
+    trigger: Literal["manual", "auto"]
+    archived: int
+    edges_pruned: int
+    constitutional_reinforced: int
+    reinforced: int
+    archived_ids: list[str]
+    reinforced_ids: list[str]
+    active_hours: float
+    position: int
+
+
+class OutcomeChange(BaseModel):
+    block_id: str
+    confidence_before: float
+    confidence_after: float
+    decay_rate_before: float
+    decay_rate_after: float
+
+
+class OutcomeResult(BaseModel):
+    signal: float
+    blocks: list[OutcomeChange]
+    position: int
+
+
+class BlockList(BaseModel):
+    """Blocks as of a moment, best score first; scores are normalised within the listed set."""
+
+    as_of: _dt.datetime
+    position: int
+    active_hours: float
+    count: int
+    blocks: list[BlockOut]
+
+
+class BlockEvent(BaseModel):
+    position: int
+    recorded_at: _dt.datetime
+    type: str
+    agent: str | None
+    detail: dict[str, Any]
+
+
+class BlockDetail(BaseModel):
+    """One block as of a moment, scored against every live block, with every event that touched it."""
+
+    block: BlockOut
+    history: list[BlockEvent]
+    as_of: _dt.datetime
+    position: int
+
+
+class MemoryStats(BaseModel):
+    blocks: int
+    archived: int
+    constitutional: int
+    edges: int
+    curates: int
+    active_hours: float
+    last_curate_active_hours: float | None
+    next_auto_curate_at_active_hours: float

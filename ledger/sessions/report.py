@@ -1,0 +1,197 @@
+"""What session and gate commands return: sessions, tokens, search hits, the gate's answer, stamp checks and
+the compliance report. MCP renders these as structured content and REST as JSON, unchanged."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from projections.compliance import AgentCompliance
+from projections.sessions import SessionView, TokenStatus
+
+
+class SessionInfo(BaseModel):
+    """A session as clock_in / clock_out report it, with the project context the server read."""
+
+    session_id: str
+    agent: str
+    role: str
+    started_at: _dt.datetime
+    working_dir: str | None = None
+    focus: str | None = None
+    ended_at: _dt.datetime | None = None
+    branch: str | None = None
+    files: int | None = None
+    phase: str | None = None
+    context_files: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, v: SessionView) -> SessionInfo:
+        return cls(
+            session_id=v.session_id,
+            agent=v.agent,
+            role=v.role,
+            started_at=v.started_at,
+            working_dir=v.working_dir,
+            focus=v.focus,
+            ended_at=v.ended_at,
+            branch=v.branch,
+            files=v.files,
+            phase=v.phase,
+            context_files=list(v.context_files),
+        )
+
+
+class AnchorState(BaseModel):
+    """The session's Odyssean Anchor standing."""
+
+    validated: bool
+    position: int | None
+    attempt: int
+    total_attempts: int
+    locked: bool
+    lockouts: int
+
+
+class TokenState(BaseModel):
+    """The session's compliance token as of a moment."""
+
+    status: TokenStatus
+    search_position: int | None = None
+    issued_at: _dt.datetime | None = None
+    expires_at: _dt.datetime | None = None
+    query: str | None = None
+    count: int | None = None
+    result_ids: list[str] = Field(default_factory=list)
+
+
+class SessionState(SessionInfo):
+    """A session with its token and counters, as of a position or time."""
+
+    token: TokenState
+    anchor: AnchorState
+    searches: int
+    stamps: int
+    refusals: int
+    as_of: _dt.datetime
+    position: int
+
+    @classmethod
+    def at(cls, v: SessionView, moment: _dt.datetime, position: int) -> SessionState:
+        t = v.token
+        token = TokenState(status=v.token_status(moment))
+        if t is not None:
+            token = TokenState(
+                status=t.status_at(moment),
+                search_position=t.search_position,
+                issued_at=t.issued_at,
+                expires_at=t.expires_at,
+                query=t.query,
+                count=t.count,
+                result_ids=list(t.result_ids),
+            )
+        return cls(
+            **SessionInfo.of(v).model_dump(),
+            token=token,
+            anchor=AnchorState(
+                validated=v.anchor_validated,
+                position=v.anchor_position,
+                attempt=v.anchor_attempt,
+                total_attempts=v.anchor_total,
+                locked=v.anchor_locked,
+                lockouts=v.lockouts,
+            ),
+            searches=v.searches,
+            stamps=v.stamps,
+            refusals=v.refusals,
+            as_of=moment,
+            position=position,
+        )
+
+
+class SearchHit(BaseModel):
+    block_id: str
+    content: str
+    tags: list[str]
+    score: float
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    count: int
+    session_id: str
+    token_expires_at: _dt.datetime | None = None
+
+
+class AssertResult(BaseModel):
+    """PASS carries the stamp and its receipt; FAIL carries the gate's message."""
+
+    status: Literal["PASS", "FAIL"]
+    session_id: str
+    stamp: str | None = None
+    receipt: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    position: int
+    request_id: str | None = Field(default=None, description="the request id sent, if any")
+    repeated: bool = Field(
+        default=False, description="true: this request id was answered before; this is that answer, unchanged"
+    )
+
+
+class StampVerification(BaseModel):
+    valid: bool
+    reason: str
+    scheme: str | None = Field(
+        default=None, description="clr2: Ed25519 (checkable offline); clr1: HMAC (ledger host only)"
+    )
+    checked_against_log: bool = Field(default=True, description="false when only the signature was checked (offline)")
+    position: int | None = None
+    event_hash: str | None = None
+    session_id: str | None = None
+    agent: str | None = None
+    count: int | None = None
+    stamp: str | None = None
+    recorded_at: _dt.datetime | None = None
+
+
+class AgentReport(BaseModel):
+    agent: str
+    searches: int
+    stamp_requests: int
+    passes: int
+    fails: int
+    pass_rate: float | None
+    anchor_attempts: int
+    anchor_passes: int
+    first_try_pass_rate: float | None
+    lockouts: int
+    transitions: int = 0
+    transition_refusals: int = 0
+    refusal_reasons: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, a: AgentCompliance) -> AgentReport:
+        return cls(
+            agent=a.agent,
+            searches=a.searches,
+            stamp_requests=a.stamp_requests,
+            passes=a.passes,
+            fails=a.fails,
+            pass_rate=a.pass_rate,
+            anchor_attempts=a.anchor_attempts,
+            anchor_passes=a.anchor_passes,
+            first_try_pass_rate=a.first_try_pass_rate,
+            lockouts=a.lockouts,
+            transitions=a.transitions,
+            transition_refusals=a.transition_refusals,
+            refusal_reasons=dict(a.refusal_codes),
+        )
+
+
+class ComplianceReport(BaseModel):
+    position: int
+    as_of: _dt.datetime | None
+    agents: list[AgentReport]
