@@ -10,7 +10,7 @@ others left out — what an agent that skips the context sends):
     agent's stats, validate, decide, append the ``ParameterChecked`` event;
 and, as baselines in the same run, a no-op function call, a bare pydantic ``model_validate`` of the same
 payload against the same schema, and a bare store append of the same ``ParameterChecked`` event.
-Results go to the "Parameter enforcement" section of docs/BENCHMARKS.md (replaced on each run).
+Results go to the "Parameter enforcement" section of docs/BENCHMARKS.md (replaced in place on each run).
 
     .venv/bin/python scripts/bench_enforcement.py [--runs 20000] [--recorded-runs 2000] [--quick]
 """
@@ -18,28 +18,26 @@ Results go to the "Parameter enforcement" section of docs/BENCHMARKS.md (replace
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchkit import BENCHMARKS_MD, docs, markdown
+from benchkit.env import environment
+from benchkit.fmt import fmt_ms_fine, yes_no
+from benchkit.stats import percentile
+from benchkit.timing import time_each
+from pydantic import ValidationError
 
-from _bench_util import environment, load_average, percentile  # noqa: E402
-from pydantic import ValidationError  # noqa: E402
+from api.bootstrap import initialise
+from api.settings import Settings
+from ledger.core.events import ParameterChecked
+from ledger.enforcement import decisions as enf
+from ledger.service import Actor
 
-from api.bootstrap import initialise  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from ledger.core.events import ParameterChecked  # noqa: E402
-from ledger.enforcement import decisions as enf  # noqa: E402
-from ledger.service import Actor  # noqa: E402
-
-SECTION = "## Parameter enforcement (scripts/bench_enforcement.py)"
 SEED_P95_MS = 5.0
 OUR_P95_MS = 1.0
 PLACEHOLDER = "TODO: fill this in later"
@@ -60,43 +58,12 @@ def bad_call(tool: str, action: str, rule: enf.Rule) -> dict[str, Any]:
     return {k: v for k, v in call.items() if v is not None}
 
 
-def time_each(ops: Mapping[str, list[Op]], runs: int, warmup: int = 200) -> dict[str, list[float]]:
-    """Seconds per call for each named list of calls; the names take turns (rotating), cycling through their
-    calls, so drift in the machine hits every contender alike."""
-    names = list(ops)
-    for name in names:
-        for i in range(warmup):
-            ops[name][i % len(ops[name])]()
-    out: dict[str, list[float]] = {name: [] for name in names}
-    clock = time.perf_counter
-    gc.collect()
-    gc.disable()  # a collection inside one timed call would be charged to whichever op it hit
-    try:
-        for r in range(runs):
-            shift = r % len(names)
-            for name in names[shift:] + names[:shift]:
-                op = ops[name][r % len(ops[name])]
-                start = clock()
-                op()
-                out[name].append(clock() - start)
-            if r % 500 == 499:
-                gc.collect()
-    finally:
-        gc.enable()
-    return out
-
-
-def ms(seconds: float) -> str:
-    value = seconds * 1000
-    return f"{value:.4f} ms" if value < 0.01 else f"{value:.3f} ms" if value < 1 else f"{value:.2f} ms"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20_000, help="timed in-process calls per contender")
     parser.add_argument("--recorded-runs", type=int, default=2_000, help="timed recorded checks per contender")
     parser.add_argument("--quick", action="store_true", help="few runs; print, write nothing")
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    parser.add_argument("--output", type=Path, default=BENCHMARKS_MD)
     args = parser.parse_args()
     if args.quick:
         args.runs, args.recorded_runs = 300, 30
@@ -193,17 +160,17 @@ def main() -> int:
         levels = {f"{t}.{a}": rules.level_for(t, a, "bench-bad", s).value for (t, a), s in stats.items()}
         ledger.store.engine.dispose()
 
-    def row(name: str, samples: list[float], base: list[float] | None, base_name: str) -> str:
+    def row(name: str, samples: list[float], base: list[float] | None, base_name: str) -> tuple[str, ...]:
         p50, p95, p99 = percentile(samples, 50), percentile(samples, 95), percentile(samples, 99)
         ratio = "—" if base is None else f"{p50 / percentile(base, 50):.2f}× {base_name}"
-        ours = "yes" if p95 <= OUR_P95_MS / 1000 else "**no**"
-        seed = "yes" if p95 <= SEED_P95_MS / 1000 else "**no**"
-        return f"| {name} | {len(samples):,} | {ms(p50)} | {ms(p95)} | {ms(p99)} | {ratio} | {ours} | {seed} |"
+        ours = yes_no(p95 <= OUR_P95_MS / 1000, bold_no=True)
+        seed = yes_no(p95 <= SEED_P95_MS / 1000, bold_no=True)
+        return name, f"{len(samples):,}", fmt_ms_fine(p50), fmt_ms_fine(p95), fmt_ms_fine(p99), ratio, ours, seed
 
-    noop_p50 = percentile(fast["noop"], 50)
+    noop_text = fmt_ms_fine(percentile(fast["noop"], 50))
     validation = fast["validate+decide good"] + fast["validate+decide bad"]
     v50, v95 = percentile(validation, 50), percentile(validation, 95)
-    c50 = percentile(slow["check good"] + slow["check bad"], 50)
+    check_text = fmt_ms_fine(percentile(slow["check good"] + slow["check bad"], 50))
     by_level: dict[str, list[str]] = {}
     for name, level in sorted(levels.items()):
         by_level.setdefault(level, []).append(name)
@@ -212,7 +179,7 @@ def main() -> int:
         for level, names in sorted(by_level.items())
     )
     lines = [
-        SECTION,
+        docs.ENFORCEMENT,
         "",
         "Generated by `scripts/bench_enforcement.py` in one run on the machine below: per-call latency of",
         "parameter enforcement for a good and a bad call of each of the 9 managed tool/actions (taken in turn), next",
@@ -225,61 +192,69 @@ def main() -> int:
         "",
         "### Environment",
         "",
-        *[f"* **{k}**: {v}" for k, v in env.items()],
-        f"* **load average (1/5/15 min) at end**: {load_average()}",
-        f"* **whole run took**: {time.perf_counter() - started:.0f} s",
+        *markdown.bullets(env),
+        *markdown.run_footer(time.perf_counter() - started),
         "",
         "### Results",
         "",
-        "| measurement | calls | p50 | p95 | p99 | p50 ÷ baseline p50 | p95 ≤ 1 ms (ours) | p95 ≤ 5 ms (seed) |",
-        "|---|---|---|---|---|---|---|---|",
-        row("`validate` + `decide`, good calls", fast["validate+decide good"], fast["pydantic good"], "pydantic"),
-        row("`validate` + `decide`, bad calls", fast["validate+decide bad"], fast["pydantic bad"], "pydantic"),
-        row("baseline: bare pydantic `model_validate`, good", fast["pydantic good"], None, ""),
-        row("baseline: bare pydantic `model_validate`, bad", fast["pydantic bad"], None, ""),
-        row("baseline: no-op function call (timer overhead)", fast["noop"], None, ""),
-        row("`Ledger.check_parameters` (appends), good calls", slow["check good"], slow["append"], "append"),
-        row("`Ledger.check_parameters` (appends), bad calls", slow["check bad"], slow["append"], "append"),
-        row("baseline: bare store append of a `ParameterChecked`", slow["append"], None, ""),
+        *markdown.table(
+            (
+                "measurement",
+                "calls",
+                "p50",
+                "p95",
+                "p99",
+                "p50 ÷ baseline p50",
+                "p95 ≤ 1 ms (ours)",
+                "p95 ≤ 5 ms (seed)",
+            ),
+            [
+                row(
+                    "`validate` + `decide`, good calls", fast["validate+decide good"], fast["pydantic good"], "pydantic"
+                ),
+                row("`validate` + `decide`, bad calls", fast["validate+decide bad"], fast["pydantic bad"], "pydantic"),
+                row("baseline: bare pydantic `model_validate`, good", fast["pydantic good"], None, ""),
+                row("baseline: bare pydantic `model_validate`, bad", fast["pydantic bad"], None, ""),
+                row("baseline: no-op function call (timer overhead)", fast["noop"], None, ""),
+                row("`Ledger.check_parameters` (appends), good calls", slow["check good"], slow["append"], "append"),
+                row("`Ledger.check_parameters` (appends), bad calls", slow["check bad"], slow["append"], "append"),
+                row("baseline: bare store append of a `ParameterChecked`", slow["append"], None, ""),
+            ],
+        ),
         "",
-        f"Each call is timed on its own with `time.perf_counter` (the no-op row, {ms(noop_p50)} at p50, is the",
+        f"Each call is timed on its own with `time.perf_counter` (the no-op row, {noop_text} at p50, is the",
         "timer's own cost), with the garbage collector paused during the timed rounds; percentiles are nearest-rank.",
         "The recorded checks ran as two agents on one SQLite file (WAL, `synchronous=FULL`); the bad agent's levels",
         f"rose as progressive enforcement says ({level_summary} at the end).",
         "",
-        f"Reading: deciding on a call costs {ms(v50)} at p50 and {ms(v95)} at p95 in process, "
+        f"Reading: deciding on a call costs {fmt_ms_fine(v50)} at p50 and {fmt_ms_fine(v95)} at p95 in process, "
         f"{v95 * 1000 / OUR_P95_MS:.0%} of our 1 ms",
         f"budget and {v95 * 1000 / SEED_P95_MS:.1%} of the seed's 5 ms; over a bare pydantic validation it adds the "
         "placeholder and",
         "text-quality checks, the rule's required parameters and, for a bad call, the hint, example and correction.",
-        f"A recorded check ({ms(c50)} p50) is mostly the append: it adds reading the agent's own stream to fold its",
+        f"A recorded check ({check_text} p50) is mostly the append: it adds reading the agent's own stream to fold its",
         "level. In production `/metrics` reports the recorded check's duration as "
         "`parameter_validation_duration_seconds`.",
         "",
         "### Validation per tool/action (`validate` + `decide` at strict)",
         "",
-        "| tool.action | good p50 | good p95 | bad p50 | bad p95 |",
-        "|---|---|---|---|---|",
+        *markdown.table(
+            ("tool.action", "good p50", "good p95", "bad p50", "bad p95"),
+            (
+                (
+                    f"{t}.{a}",
+                    *(fmt_ms_fine(percentile(per_pair[f"{k} {t}.{a}"], q)) for k in ("good", "bad") for q in (50, 95)),
+                )
+                for t, a in pairs
+            ),
+        ),
+        "",
     ]
-    for t, a in pairs:
-        g, b = per_pair[f"good {t}.{a}"], per_pair[f"bad {t}.{a}"]
-        lines.append(
-            f"| {t}.{a} | {ms(percentile(g, 50))} | {ms(percentile(g, 95))} | "
-            f"{ms(percentile(b, 50))} | {ms(percentile(b, 95))} |"
-        )
-    lines.append("")
     section = "\n".join(lines)
     print(section)
     if args.quick:
         return 0
-    doc = args.output.read_text(encoding="utf-8") if args.output.exists() else "# Benchmarks\n"
-    if SECTION in doc:
-        head, _, rest = doc.partition(SECTION)
-        tail = rest.split("\n## ", 1)
-        doc = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    args.output.write_text(doc, encoding="utf-8")
+    docs.write_section(args.output, docs.ENFORCEMENT, section)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,13 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from benchkit import BENCHMARKS_MD, ROOT, docs, markdown
+from benchkit.env import load_average, pkg_version
+from benchkit.fmt import yes_no
+from benchkit.server import cpu_seconds, free_port, running
+from benchkit.stats import median, percentile
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import _bench_util  # noqa: E402
-
-MARKER = "\n## Serve under concurrent clients (scripts/bench_serve.py)"
 NOOP_APP = """
 import sys
 import fastapi
@@ -57,14 +56,6 @@ def noop(body: dict) -> dict:
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)  # as serve
 """
 WORDS = ["migration", "hash", "chain", "token", "session", "replay", "index", "deploy", "review", "anchor"]
-
-
-def free_port() -> int:
-    return _bench_util.free_port()
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
-    _bench_util.wait_http(url, proc)
 
 
 def seed(home: Path, env: dict[str, str]) -> None:
@@ -135,15 +126,6 @@ async def load(base: str, ours: bool, clients: int, seconds: float) -> tuple[flo
     return len(latencies) / (time.perf_counter() - t0), latencies
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process so far (Linux ``/proc``; ``None`` elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def bare_commits(directory: Path, seconds: float) -> list[float]:
     """Latencies of bare SQLite commits on the disk the ledger uses (WAL, synchronous=FULL, as the ledger's), one
     ~1 KB row each: the wait every append of ours includes, measured in the same run."""
@@ -187,11 +169,11 @@ def summarise(runs: list[Run]) -> Summary:
     lat = [x for run in runs for x in run.latencies]
     cpus = [run.server_cpu for run in runs if run.server_cpu is not None]
     return Summary(
-        statistics.median(run.rate for run in runs),
-        _bench_util.percentile(lat, 50) * 1000,
-        _bench_util.percentile(lat, 99) * 1000,
-        statistics.median(cpus) * 1000 if cpus else None,
-        statistics.median(run.client_cpu for run in runs) * 1000,
+        median([run.rate for run in runs]),
+        percentile(lat, 50) * 1000,
+        percentile(lat, 99) * 1000,
+        median(cpus) * 1000 if cpus else None,
+        median([run.client_cpu for run in runs]) * 1000,
     )
 
 
@@ -208,7 +190,7 @@ def accelerators() -> str:
     """What uvicorn picks for both servers (``http="auto"``, ``loop="auto"``): the C parser and loop if installed."""
     http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return f"uvicorn {_bench_util.pkg_version('uvicorn')} ({http}, {loop})"
+    return f"uvicorn {pkg_version('uvicorn')} ({http}, {loop})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,35 +201,33 @@ def main(argv: list[str] | None = None) -> int:
     levels = (1, 8, 32)
     results: dict[tuple[str, int], list[Run]] = {}
     commits: list[float] = []
-    load_at_start = _bench_util.load_average()
-    with tempfile.TemporaryDirectory(prefix="ledger-serve-") as tmp:
+    load_at_start = load_average()
+    with tempfile.TemporaryDirectory(prefix="ledger-serve-") as tmp, contextlib.ExitStack() as servers:
         home = Path(tmp)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "LEDGER_HOME": str(home)}
         seed(home, env)
-        ours_port, noop_port = free_port(), free_port()
-        servers = {
-            "ours": subprocess.Popen(
-                [sys.executable, "-m", "api", "serve", "--port", str(ours_port)], env=env, stderr=subprocess.DEVNULL
-            ),
-            "noop": subprocess.Popen([sys.executable, "-c", NOOP_APP, str(noop_port)], env=env),
+        ports = {"ours": free_port(), "noop": free_port()}
+        commands = {
+            "ours": [sys.executable, "-m", "api", "serve", "--port", str(ports["ours"])],
+            "noop": [sys.executable, "-c", NOOP_APP, str(ports["noop"])],
         }
-        ports = {"ours": ours_port, "noop": noop_port}
-        try:
-            wait_ready(f"http://127.0.0.1:{ours_port}/health", servers["ours"])
-            wait_ready(f"http://127.0.0.1:{noop_port}/docs", servers["noop"])
-            for _ in range(rounds):  # interleaved: every configuration once per round
-                commits += bare_commits(home, seconds / 4)
-                for clients in levels:
-                    for name in ("ours", "noop"):
-                        if name == "noop" and clients == 8:
-                            continue
-                        run = measure(ports[name], servers[name].pid, name == "ours", clients, seconds)
-                        results.setdefault((name, clients), []).append(run)
-                        print(f"{name} {clients}: {run.rate:.0f} req/s", file=sys.stderr, flush=True)
-        finally:
-            for proc in servers.values():
-                proc.terminate()
-                proc.wait(timeout=30)
+        pids = {
+            "ours": servers.enter_context(
+                running(commands["ours"], env, f"http://127.0.0.1:{ports['ours']}/health", stop_timeout_s=30)
+            ).pid,
+            "noop": servers.enter_context(
+                running(commands["noop"], env, f"http://127.0.0.1:{ports['noop']}/docs", stderr=None, stop_timeout_s=30)
+            ).pid,
+        }
+        for _ in range(rounds):  # interleaved: every configuration once per round
+            commits += bare_commits(home, seconds / 4)
+            for clients in levels:
+                for name in ("ours", "noop"):
+                    if name == "noop" and clients == 8:
+                        continue
+                    run = measure(ports[name], pids[name], name == "ours", clients, seconds)
+                    results.setdefault((name, clients), []).append(run)
+                    print(f"{name} {clients}: {run.rate:.0f} req/s", file=sys.stderr, flush=True)
 
     rows = {key: summarise(runs) for key, runs in results.items()}
     ours1, ours8, ours32 = rows[("ours", 1)], rows[("ours", 8)], rows[("ours", 32)]
@@ -257,26 +237,41 @@ def main(argv: list[str] | None = None) -> int:
         return "—" if value is None else f"{value:.2f} ms"
 
     lines = [
-        MARKER.strip(),
+        docs.SERVE,
         "",
         f"Generated by `scripts/bench_serve.py`: {rounds} interleaved rounds of {seconds:g} s per configuration;",
         "SQLite; ours = search + assert_compliance per loop (both counted as requests), baseline = a no-op",
         f"FastAPI POST under the same uvicorn, {accelerators()}. Each client connects (ours: and clocks in) before",
         "the timed window opens. The load generator runs on the same 2 cores as the servers; load average",
-        f"{load_at_start} at start, {_bench_util.load_average()} at the end. CPU per request: the server process's",
+        f"{load_at_start} at start, {load_average()} at the end. CPU per request: the server process's",
         "(and the load generator's) user + system time over the window, divided by the requests answered.",
         "",
-        "| Server | Clients | req/s (median) | req/s by round | p50 | p99 | server CPU / request |"
-        " load generator CPU / request |",
-        "|---|---|---|---|---|---|---|---|",
+        *markdown.table(
+            (
+                "Server",
+                "Clients",
+                "req/s (median)",
+                "req/s by round",
+                "p50",
+                "p99",
+                "server CPU / request",
+                "load generator CPU / request",
+            ),
+            (
+                (
+                    "serve (search + assert)" if name == "ours" else "no-op FastAPI",
+                    clients,
+                    f"{row.rate:,.0f}",
+                    ", ".join(f"{run.rate:,.0f}" for run in results[(name, clients)]),
+                    f"{row.p50_ms:.1f} ms",
+                    f"{row.p99_ms:.1f} ms",
+                    ms(row.server_cpu_ms),
+                    ms(row.client_cpu_ms),
+                )
+                for (name, clients), row in sorted(rows.items())
+            ),
+        ),
     ]
-    for (name, clients), row in sorted(rows.items()):
-        label = "serve (search + assert)" if name == "ours" else "no-op FastAPI"
-        by_round = ", ".join(f"{run.rate:,.0f}" for run in results[(name, clients)])
-        lines.append(
-            f"| {label} | {clients} | {row.rate:,.0f} | {by_round} | {row.p50_ms:.1f} ms | {row.p99_ms:.1f} ms | "
-            f"{ms(row.server_cpu_ms)} | {ms(row.client_cpu_ms)} |"
-        )
     checks = [
         ("32 clients: p99 ≤ 200 ms", ours32.p99_ms <= 200, f"{ours32.p99_ms:.0f} ms"),
         (
@@ -286,9 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ("1 client: ≥ 0.5× the no-op app", ours1.rate >= 0.5 * noop1.rate, f"{ours1.rate / noop1.rate:.2f}×"),
     ]
-    lines += ["", "| Target | Measured | Met |", "|---|---|---|"]
-    lines += [f"| {what} | {measured} | {'yes' if ok else 'no'} |" for what, ok, measured in checks]
-    commit50, commit99 = (_bench_util.percentile(commits, p) * 1000 for p in (50, 99))
+    lines += ["", *markdown.table(("Target", "Measured", "Met"), ((w, m, yes_no(ok)) for w, ok, m in checks))]
+    commit50, commit99 = (percentile(commits, p) * 1000 for p in (50, 99))
     lines += [
         "",
         f"**Where the time goes.** One client: a request of ours took {ours1.p50_ms:.2f} ms (p50) against the",
@@ -307,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines) + "\n"
     if not args.quick:
-        _bench_util.write_section(ROOT / "docs" / "BENCHMARKS.md", MARKER, text)
+        docs.write_section(BENCHMARKS_MD, docs.SERVE, text)
     print(text)
     print(json.dumps({f"{k[0]}-{k[1]}": vars(v) for k, v in rows.items()}), file=sys.stderr)
     return 0
