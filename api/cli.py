@@ -410,7 +410,7 @@ def mcp(
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
     from api.bootstrap import initialise
-    from api.mcp_server import build_mcp
+    from api.mcp.server import build_mcp
     from ledger import project_context
 
     try:
@@ -463,7 +463,7 @@ def serve(
     _cap_malloc_arenas()
 
     from api.bootstrap import initialise, redact
-    from api.rest import build_app
+    from api.rest.app import build_app
 
     base = _settings(ctx)
     settings = base.model_copy(

@@ -860,7 +860,7 @@ async def _mcp_calls(ledger: Any, sizes: Sizes) -> dict[str, list[float]]:
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
 
-    from api.mcp_server import build_mcp
+    from api.mcp.server import build_mcp
 
     server = build_mcp(ledger, agent=AGENT, open_default_session=True)
     bare = MCPServer("noop")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from ledger import enforcement as enf
 from ledger.events import ParameterChecked
 from ledger.service import Actor, Ledger

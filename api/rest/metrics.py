@@ -44,7 +44,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from api.params import AsOf, Position
-from api.rest import Caller
+from api.rest.context import Caller
 from ledger import access
 from ledger.enforcement import EnforcementLevel, Outcome
 from ledger.enforcement_report import COUNTED_TYPES, EnforcementReport, LedgerCounts, enforcement_report
