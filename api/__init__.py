@@ -1,1 +1,2 @@
-"""Adapters only: MCP tools, REST routes, CLI commands, settings and auth. No decision logic lives here."""
+"""Adapters only: one package per transport (``mcp``, ``rest``, ``cli``) and the modules they share (settings,
+auth, bootstrap, params, render, responses, cors). No decision logic lives here."""

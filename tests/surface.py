@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parent / "golden" / "surface.json"
 
 
 def _mcp_surface(ledger: Any) -> dict[str, Any]:
-    from api.mcp_server import build_mcp
+    from api.mcp.server import build_mcp
 
     async def listing() -> dict[str, Any]:
         async with Client(build_mcp(ledger, agent="surface")) as client:
@@ -66,7 +66,7 @@ def _help_texts() -> dict[str, str]:
 def surface() -> dict[str, Any]:
     """The surface, built on a fresh SQLite ledger in a temporary directory."""
     from api.bootstrap import initialise
-    from api.rest import build_app
+    from api.rest.app import build_app
     from api.settings import Settings
 
     with tempfile.TemporaryDirectory() as home:

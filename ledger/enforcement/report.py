@@ -3,7 +3,7 @@
 Everything here is a fold over recorded events — ``ParameterChecked`` for enforcement, the gate's own events
 for stamps, anchors and transitions — so the numbers are the same in every process, after a restart and when
 replayed to a past position. Nothing is timed here: how long a check took is not a fact the ledger records
-(``api.metrics`` measures it in process).
+(``api.rest.metrics`` measures it in process).
 
 Definitions (where the seed is silent):
 

@@ -24,7 +24,7 @@ READ_ONLY_ROLES: frozenset[str] = frozenset({"auditor"})
 
 
 class Caller(Protocol):
-    """What the rules need to know about who is acting (``ledger.service_base.Actor`` satisfies it)."""
+    """What the rules need to know about who is acting (``ledger.kernel.Actor`` satisfies it)."""
 
     @property
     def agent(self) -> str: ...

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.anchor_support import proof

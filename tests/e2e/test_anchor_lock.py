@@ -16,8 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from api.mcp_server import build_mcp
-from api.rest import build_app
+from api.mcp.server import build_mcp
+from api.rest.app import build_app
 from api.settings import Settings
 from ledger.core.errors import SessionLocked
 from ledger.service import Actor, Ledger

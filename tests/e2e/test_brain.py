@@ -18,7 +18,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.core.events import MemoryRemembered, MemorySearched
 from ledger.memory.decisions import MAX_CONTENT_CHARS, block_id_for

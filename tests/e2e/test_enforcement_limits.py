@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from ledger.core.events import ParameterChecked
 from ledger.enforcement import decisions as enf
 from ledger.enforcement import limits

@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from api.rest import build_app
+from api.rest.app import build_app
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory

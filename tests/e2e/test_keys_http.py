@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.rest import build_app
+from api.rest.app import build_app
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory

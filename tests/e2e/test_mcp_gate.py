@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from ledger.sessions.gate import STAMP_ZERO
 from tests.conftest import LedgerFactory
 from tests.mcp_support import call

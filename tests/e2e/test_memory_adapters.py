@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.memory.constitution import CONSTITUTION
 from ledger.memory.decisions import block_id_for

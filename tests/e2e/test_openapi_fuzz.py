@@ -20,7 +20,7 @@ from schemathesis import GenerationMode
 from schemathesis.config import SchemathesisConfig
 
 from api.bootstrap import initialise
-from api.rest import build_app
+from api.rest.app import build_app
 from api.settings import Settings
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")

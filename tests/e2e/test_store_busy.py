@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from api.mcp_server import build_mcp
-from api.rest import build_app
+from api.mcp.server import build_mcp
+from api.rest.app import build_app
 from api.settings import Settings
 from ledger.core.storage import SqlEventStore, make_engine
 from ledger.service import Actor, Ledger

@@ -13,7 +13,7 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from api.cli import app
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound
 from ledger.memory import decisions as memory

@@ -9,7 +9,7 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from api.cli import app
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from ledger.core.events import MemoryRemembered
 from ledger.memory.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
 from ledger.service import Actor, Ledger

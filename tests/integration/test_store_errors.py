@@ -227,7 +227,8 @@ def test_the_cli_says_the_ledger_is_busy_and_exits_75_when_the_write_lock_is_hel
 ) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import EXIT_BUSY, app
+    from api.cli import app
+    from api.cli.context import EXIT_BUSY
 
     ledger = make_ledger(db_url)
     head = ledger.store.head()

@@ -164,7 +164,7 @@ def test_rest_refuses_nul_and_lone_surrogates_naming_the_field_and_appends_nothi
 async def test_mcp_refuses_nul_and_lone_surrogate_arguments_naming_them(make_ledger: LedgerFactory) -> None:
     from mcp import Client
 
-    from api.mcp_server import build_mcp
+    from api.mcp.server import build_mcp
 
     ledger = make_ledger()
     async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:

@@ -44,7 +44,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from api.params import AsOf, Position
-from api.rest import Caller
+from api.rest.context import Caller
 from ledger.core.events import RefusalReason
 from ledger.enforcement.decisions import EnforcementLevel, Outcome
 from ledger.enforcement.handlers import Check

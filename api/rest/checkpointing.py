@@ -14,7 +14,7 @@ import anyio
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from api.rest import Caller
+from api.rest.context import Caller
 from api.settings import Settings
 from ledger.audit import checkpoints
 from ledger.core import signing

@@ -8,17 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from api.rest import Caller
+from api.rest.context import Caller, StrictBody
 from ledger.keys.report import ApiKeyInfo
 from ledger.keys.ring import MAX_REASON_CHARS
 from ledger.service import Ledger
 
 
-class Revoke(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Revoke(StrictBody):
     reason: str | None = Field(None, description=f"why (recorded in the ledger), at most {MAX_REASON_CHARS} characters")
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
-from api.mcp_server import ToolContext, _ledger_call
+from api.mcp.context import ToolContext, ledger_call
 from ledger.enforcement import limits
 from ledger.workflow.report import ManagedResult
 
@@ -52,7 +52,7 @@ def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> No
             )
 
 
-def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
+def register(mcp: MCPServer, tools: ToolContext) -> None:
     """Add manage_task, manage_context and manage_subtask to the MCP server, their size limits published."""
     ledger = tools.ledger
 
@@ -82,7 +82,7 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         Say what you did: calls without it are answered with a hint, an example and a corrected call."""
         params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return _ledger_call(lambda: ledger.manage_task(who, action, params, sid))
+        return ledger_call(lambda: ledger.manage_task(who, action, params, sid))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def manage_context(
@@ -103,7 +103,7 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         (progress_made, next_steps, percent_complete)."""
         params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return _ledger_call(lambda: ledger.manage_context(who, action, params, sid))
+        return ledger_call(lambda: ledger.manage_context(who, action, params, sid))
 
     @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     def manage_subtask(
@@ -126,6 +126,6 @@ def register_tools(mcp: MCPServer, tools: ToolContext) -> None:
         """Create a subtask of a task, report an update on it, or complete it (same reporting as manage_task)."""
         params = _given(dict(locals()))
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return _ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
+        return ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
 
     publish_limits(mcp)

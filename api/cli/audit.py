@@ -1,0 +1,262 @@
+"""The audit commands: ``verify`` the chain and checkpoints, sign a ``checkpoint``, ``verify-stamp``, ``replay``
+the projections and list ``events``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from api.cli.context import fail, ledger_for, parse_when
+from api.cli.output import err, out, print_compliance, print_json, progress
+from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.limits import MAX_INT64
+
+PublicKeyOption = Annotated[
+    Path | None,
+    typer.Option("--public-key", help="the ledger's public key (PEM or JWK) from a trusted copy", exists=True),
+]
+
+
+def verify(
+    ctx: typer.Context,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            help="a checkpoint file (JSON lines) or a directory of them, kept outside the database; repeatable",
+            exists=True,
+        ),
+    ] = None,
+    public_key: PublicKeyOption = None,
+) -> None:
+    """Recompute the hash chain and check signed checkpoints. Exit 0 when all hold; else name what broke, exit 1.
+
+    The chain alone proves the log is self-consistent. With checkpoints kept elsewhere it also proves that no
+    event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an emptied table).
+    """
+    from ledger.audit import checkpoints
+    from ledger.core import signing
+
+    with ledger_for(ctx) as ledger:
+        sources = list(checkpoints.read_sources(checkpoint or [])) if checkpoint else []
+        public = signing.PublicKey.load(public_key) if public_key else (ledger.public_key() if sources else None)
+        head, _ = ledger.store.head()
+        with progress("verifying", head) as tick:
+            report = ledger.verify(progress=tick)
+        findings = ledger.verify_checkpoints(sources, public) if public is not None else []
+    failed = [f for f in findings if not f.ok]
+    if report.ok:
+        out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
+    else:
+        where = f"at position {report.first_bad_position}" if report.first_bad_position is not None else ""
+        err.print(
+            f"[red]chain broken {where}[/red]: {report.reason} ({report.checked} events verified before it)",
+            markup=True,
+        )
+    if findings:
+        held = len(findings) - len(failed)
+        out.print(f"checkpoints: {held} of {len(findings)} held (signed by key {public.key_id if public else '?'})")
+    for f in failed:
+        err.print(f"[red]checkpoint {f.where} fails[/red]: {f.problem}", soft_wrap=True)
+    raise typer.Exit(0 if report.ok and not failed else 1)
+
+
+def checkpoint_cmd(
+    ctx: typer.Context,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="append the checkpoint to this file (JSON lines) instead of printing")
+    ] = None,
+) -> None:
+    """Sign the current head of the log. Keep checkpoints where the database's writers cannot reach them."""
+    from ledger.audit import checkpoints
+
+    with ledger_for(ctx) as ledger:
+        signed = ledger.checkpoint()
+    if out_file is None:
+        sys.stdout.write(signed.to_line() + "\n")
+        return
+    try:
+        checkpoints.CheckpointLog(out_file).append(signed)
+    except OSError as exc:
+        raise fail(InvalidInput(f"cannot write {out_file}: {exc.strerror}", "give a writable file")) from exc
+    err.print(f"checkpoint of position {signed.position} appended to {out_file}")
+
+
+def verify_stamp(
+    ctx: typer.Context,
+    receipt: str,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            help="check offline with this public key (PEM or JWK) alone: no database is opened",
+            exists=True,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Check a stamp receipt. Exit 0 when genuine, 1 when not.
+
+    On the ledger host it checks the signature and that the log still holds the stamp event. With --public-key it
+    checks only the signature, anywhere, without the database.
+    """
+    from ledger.core import signing
+    from ledger.sessions import stamps
+
+    if public_key is not None:
+        try:
+            result = stamps.verify_offline(receipt, signing.PublicKey.load(public_key))
+        except LedgerError as exc:
+            raise fail(exc) from exc
+    else:
+        with ledger_for(ctx) as ledger:
+            result = ledger.verify_stamp(receipt)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        out.print(("[green]genuine[/green]" if result.valid else "[red]NOT genuine[/red]") + f": {result.reason}")
+        if result.valid:
+            out.print(
+                f"event {result.position} · session {result.session_id} · agent {result.agent} · "
+                f"{result.count} memories · {result.recorded_at}"
+            )
+    raise typer.Exit(0 if result.valid else 1)
+
+
+def replay(
+    ctx: typer.Context,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay what was recorded by then")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="replay up to this position")] = None,
+    session: Annotated[str | None, typer.Option(help="show only this session")] = None,
+    block: Annotated[
+        list[str] | None, typer.Option("--block", help="also show this memory block's score at that moment")
+    ] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="also drop the projection snapshots and write new ones from position 0")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
+    from rich.table import Table
+
+    moment = parse_when(as_of)
+    if rebuild and (moment is not None or position is not None):
+        raise fail(InvalidInput("--rebuild works on the whole log", "drop --as-of/--position, or --rebuild"))
+    with ledger_for(ctx) as ledger:
+        head, _ = ledger.store.head()
+        rebuilt = snapshots = None
+        if moment is None and position is None:
+            with progress("rebuilding search index", None) as tick:
+                rebuilt = ledger.rebuild_index(tick)
+        if rebuild:
+            with progress("rebuilding snapshots", head) as tick:
+                snapshots = ledger.rebuild_snapshots(tick)
+        with progress("replaying", position if position is not None else head) as tick:
+            result = ledger.replay(as_of=moment, position=position, progress=tick)
+        skipped = ledger.index.skips()
+    states = [s for s in result.sessions() if session is None or s.session_id == session]
+    if session is not None and not states:
+        raise fail(InvalidInput(f"session {session} does not exist at that point", "check the id and the time"))
+    try:
+        blocks = [result.block(b) for b in block or []]
+    except LedgerError as exc:
+        raise fail(exc) from exc
+    memory_state = result.memory()
+    if as_json:
+        print_json(
+            {
+                "position": result.position,
+                "as_of": result.moment.isoformat(),
+                "index_rebuilt": rebuilt,
+                "index_skipped": [{"position": k.position, "reason": k.reason} for k in skipped],
+                "snapshots_written": snapshots,
+                "sessions": [s.model_dump(mode="json") for s in states],
+                "compliance": [a.model_dump(mode="json") for a in result.compliance()],
+                "memory": memory_state.model_dump(mode="json"),
+                "blocks": [b.model_dump(mode="json") for b in blocks],
+            }
+        )
+        return
+    out.print(
+        f"replayed to position {result.position} (as of {result.moment.isoformat()})"
+        + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
+        + (f"; {snapshots} projection snapshots written" if snapshots is not None else "")
+    )
+    for k in skipped:
+        err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")
+    table = Table("session", "agent", "role", "open", "token", "searches", "stamps", "refusals")
+    for s in states[-50:]:
+        table.add_row(
+            s.session_id,
+            s.agent,
+            s.role,
+            "no" if s.ended_at else "yes",
+            s.token.status,
+            str(s.searches),
+            str(s.stamps),
+            str(s.refusals),
+        )
+    out.print(table)
+    print_compliance(result.compliance())
+    m = memory_state
+    out.print(
+        f"memory: {m.blocks} blocks ({m.archived} archived, {m.constitutional} constitutional), {m.edges} edges, "
+        f"{m.curates} curate runs, {m.active_hours:.2f} active hours",
+        soft_wrap=True,
+    )
+    for b in blocks:
+        sc = b.score
+        out.print(
+            f"{b.block_id} [{b.tier}{', archived' if b.archived_at else ''}] score {sc.total:.4f} = "
+            f"similarity {sc.similarity:.3f}, confidence {sc.confidence:.3f}, recency {sc.recency:.4f} "
+            f"({sc.active_hours_since_reinforced:.2f} active h since reinforced), centrality {sc.centrality:.3f}, "
+            f"reinforcement {sc.reinforcement:.3f}",
+            soft_wrap=True,
+            markup=False,
+        )
+
+
+def events(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
+    stream: Annotated[str | None, typer.Option()] = None,
+    type: Annotated[str | None, typer.Option("--type")] = None,
+    after: Annotated[int, typer.Option(min=0, max=MAX_INT64)] = 0,
+    limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64)] = None,
+) -> None:
+    """List events in position order."""
+    from rich.table import Table
+
+    from api.render import event_dict
+
+    with ledger_for(ctx) as ledger:
+        table = Table("pos", "recorded_at", "stream", "type", "agent", "hash")
+        for n, rec in enumerate(ledger.store.iter_records(after, stream=stream, types=[type] if type else None), 1):
+            row = event_dict(rec)
+            if as_json:
+                print_json(row)
+            else:
+                table.add_row(
+                    str(rec.position),
+                    rec.recorded_at,
+                    rec.stream,
+                    rec.type,
+                    str(row["meta"].get("agent", "")),
+                    rec.hash[:12],
+                )
+            if limit and n >= limit:
+                break
+        if not as_json:
+            out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the audit commands to the root command."""
+    app.command()(verify)
+    app.command("checkpoint")(checkpoint_cmd)
+    app.command("verify-stamp")(verify_stamp)
+    app.command()(replay)
+    app.command()(events)

@@ -1,0 +1,155 @@
+"""``compliance-ledger memory``: list and inspect memory blocks with their scores, and curate now."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from api.cli.context import fail, ledger_for, operator, parse_when
+from api.cli.output import out, print_json
+from ledger.core.errors import InvalidInput
+from ledger.core.limits import MAX_INT64
+
+if TYPE_CHECKING:
+    from ledger.memory.report import BlockOut
+
+group = typer.Typer(help="Memory blocks: list, inspect, curate.", no_args_is_help=True)
+
+
+def _clip(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@group.command("list")
+def memory_list(
+    ctx: typer.Context,
+    tag: Annotated[
+        str | None,
+        typer.Option(help="only blocks with this tag, or with a tag under a prefix ending in '/' (e.g. project/)"),
+    ] = None,
+    tier: Annotated[str | None, typer.Option(help="permanent | durable | standard | ephemeral")] = None,
+    archived: Annotated[bool, typer.Option("--archived", help="only archived blocks")] = False,
+    all_blocks: Annotated[bool, typer.Option("--all", help="live and archived blocks")] = False,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the blocks as they were then")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the blocks as of this position")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many blocks (1..100)")] = 100,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Memory blocks (by default the live ones), best score first, with their decay state."""
+    from rich import box
+    from rich.table import Table
+
+    if archived and all_blocks:
+        raise fail(InvalidInput("--archived and --all were both given", "send one of them, not both"))
+    moment = parse_when(as_of)
+    with ledger_for(ctx) as ledger:
+        result = ledger.memory_blocks(
+            tag=tag,
+            tier=tier,
+            archived=None if all_blocks else archived,
+            as_of=moment,
+            position=position,
+            limit=limit,
+        )
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(
+        f"{result.count} block(s) at position {result.position} "
+        f"(as of {result.as_of.isoformat()}, {result.active_hours:.2f} active hours)"
+        + (f"; showing {len(result.blocks)}" if len(result.blocks) < result.count else "")
+    )
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("id", no_wrap=True, min_width=28)  # a whole block id, to copy into `memory show`
+    table.add_column("tier", no_wrap=True)
+    for name in ("score", "recency", "conf", "reinf", "archived"):
+        table.add_column(name, no_wrap=True, justify="right")
+    table.add_column("content", ratio=1)
+    for b in result.blocks:
+        table.add_row(
+            b.block_id,
+            b.tier,
+            f"{b.score.total:.3f}",
+            f"{b.score.recency:.3f}",
+            f"{b.confidence:.3f}",
+            str(b.reinforcements),
+            "yes" if b.archived_at else "no",
+            _clip(b.content),
+        )
+    out.print(table)
+
+
+def _print_block(b: BlockOut) -> None:
+    from rich.table import Table
+
+    table = Table("field", "value", show_header=False)
+    for name, value in [
+        ("id", b.block_id),
+        ("tags", ", ".join(b.tags) or "—"),
+        ("category", b.category),
+        ("tier", f"{b.tier} (decay rate {b.decay_rate:g} per active hour)"),
+        ("confidence", f"{b.confidence:.4f} after {b.outcomes} outcome(s)"),
+        ("reinforcements", str(b.reinforcements)),
+        ("created", b.created_at.isoformat()),
+        ("last reinforced", f"{b.last_reinforced_at.isoformat()} ({b.score.active_hours_since_reinforced:.2f} h ago)"),
+        ("archived", b.archived_at.isoformat() if b.archived_at else "no"),
+    ]:
+        table.add_row(name, value)
+    out.print(table)
+    out.print(b.content, highlight=False)
+    s = b.score
+    score = Table("component", "value", "weight")
+    for part in ("similarity", "confidence", "recency", "centrality", "reinforcement"):
+        score.add_row(part, f"{getattr(s, part):.4f}", f"{s.weights.get(part, 0.0):.2f}")
+    score.add_row("total", f"{s.total:.4f}", "")
+    out.print(score)
+    out.print(f"weighted degree {s.weighted_degree:.4f}")
+
+
+@group.command("show")
+def memory_show(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the block as it was then")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the block as of this position")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """One block: its fields, score breakdown and every event that touched it."""
+    from rich.table import Table
+
+    moment = parse_when(as_of)
+    with ledger_for(ctx) as ledger:
+        detail = ledger.memory_block(block_id, as_of=moment, position=position)
+    if as_json:
+        print_json(detail.model_dump(mode="json"))
+        return
+    out.print(f"block at position {detail.position} (as of {detail.as_of.isoformat()})")
+    _print_block(detail.block)
+    history = Table("pos", "recorded_at", "type", "agent")
+    for e in detail.history:
+        history.add_row(str(e.position), e.recorded_at.isoformat(), e.type, e.agent or "")
+    out.print(history)
+
+
+@group.command("curate")
+def memory_curate(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Curate now: archive decayed blocks, prune weak edges, reinforce the constitution and the strongest blocks."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.curate(operator())
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(
+        f"curated at position {result.position} ({result.active_hours:.2f} active hours): "
+        f"{result.archived} archived, {result.edges_pruned} edge(s) pruned, "
+        f"{result.constitutional_reinforced} constitutional and {result.reinforced} top block(s) reinforced"
+    )
+    for block_id in result.archived_ids:
+        out.print(f"archived {block_id}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``memory`` group to the root command."""
+    app.add_typer(group, name="memory")

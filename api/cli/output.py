@@ -1,0 +1,70 @@
+"""What the command line prints with: rich consoles made on first use, JSON lines, progress bars and the
+compliance table that ``replay`` and ``report compliance`` share."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # rich loads only when something is printed: ``--help`` and ``--version`` stay fast
+    from rich.console import Console
+
+
+class _Console:
+    """A rich console made on first use, so commands that print nothing fancy (and ``--help``) never load rich's
+    renderers; stdout is looked up when it prints (test runners swap it)."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+out = _Console()
+err = _Console(stderr=True)
+
+
+def print_json(value: Any) -> None:
+    """One JSON line on stdout."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+
+
+@contextmanager
+def progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err.real(),
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.update(task, completed=n)
+
+
+def print_compliance(rows: list[Any]) -> None:
+    """Per-agent searches, stamp requests, passes, fails and pass rate as a table."""
+    from rich.table import Table
+
+    table = Table("agent", "searches", "stamp requests", "passes", "fails", "pass rate")
+    for a in rows:
+        rate = "—" if a.pass_rate is None else f"{a.pass_rate:.0%}"
+        table.add_row(a.agent, str(a.searches), str(a.stamp_requests), str(a.passes), str(a.fails), rate)
+    out.print(table)

@@ -1,0 +1,103 @@
+"""``compliance-ledger report``: the compliance and the parameter-enforcement reports."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from api.cli.context import ledger_for, parse_when
+from api.cli.output import out, print_compliance, print_json
+from ledger.core.limits import MAX_INT64
+
+group = typer.Typer(help="Compliance reports.", no_args_is_help=True)
+
+
+@group.command("compliance")
+def report_compliance(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option()] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Per-agent searches, stamp requests, passes, fails and pass rate."""
+    with ledger_for(ctx) as ledger:
+        report = ledger.compliance_report(agent, as_of=parse_when(as_of), position=position)
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    out.print(f"compliance at position {report.position}")
+    print_compliance(report.agents)
+
+
+def _pct(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate:.0%}"
+
+
+def _params(counts: list[Any]) -> str:
+    return ", ".join(f"{c.parameter} ({c.count})" for c in counts) or "—"
+
+
+@group.command("enforcement")
+def report_enforcement(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option(help="only this agent's checks")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay the checks recorded by then")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
+    from rich.table import Column, Table
+
+    with ledger_for(ctx) as ledger:
+        report = ledger.enforcement_report(agent, as_of=parse_when(as_of), position=position)
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    t = report.totals
+    out.print(f"enforcement at position {report.position}: {t.checks} checks, {_pct(t.compliance_rate)} compliant")
+    out.print(f"blocked {t.blocked}, warned {t.warned}, recorded {t.recorded}, bypassed {t.bypassed}")
+
+    def where() -> Column:
+        return Column("tool.action", no_wrap=True)
+
+    tools = Table(
+        where(),
+        "checks",
+        "compliant",
+        "blocked",
+        "warned",
+        Column("most missing", overflow="fold"),
+        title="by tool/action",
+    )
+    for r in report.by_tool:
+        row = (str(r.checks), _pct(r.compliance_rate), str(r.blocked), str(r.warned), _params(r.most_missing))
+        tools.add_row(f"{r.tool}.{r.action}", *row)
+    agents = Table("agent", where(), "checks", "compliant", "level now (base)", title="by agent")
+    for a in report.by_agent:
+        for lv in a.tools:
+            level = f"{lv.current_level.value} ({lv.base_level.value})"
+            agents.add_row(a.agent, f"{lv.tool}.{lv.action}", str(lv.checks), _pct(lv.compliance_rate), level)
+    out.print(tools, agents)
+    if not report.problem_areas:
+        out.print(f"no problem areas (compliance below {report.problem_threshold:.0%})")
+        return
+    problems = Table(
+        "agent",
+        where(),
+        "compliant",
+        "checks",
+        "failed",
+        Column("common missing", overflow="fold"),
+        title="problem areas",
+    )
+    for p in report.problem_areas:
+        counts = (_pct(p.compliance_rate), str(p.checks), str(p.failed), _params(p.common_missing))
+        problems.add_row(p.agent or "(all)", f"{p.tool}.{p.action}", *counts)
+    out.print(problems)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``report`` group to the root command."""
+    app.add_typer(group, name="report")

@@ -1,0 +1,68 @@
+"""What every MCP capability module shares: the tool context (service, caller, session) and the tool plumbing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ConfigDict, model_validator
+
+from ledger.core.errors import LedgerError
+from ledger.core.text import HINT as TEXT_HINT
+from ledger.core.text import find_bad_text
+from ledger.service import Actor, Ledger
+
+T = TypeVar("T")
+SESSION_HELP = "call clock_in first and pass the session_id it returns"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a module that adds tools to the server needs: the service, and who is calling in which session."""
+
+    ledger: Ledger
+    actor: Callable[[Context], Actor]
+    session_of: Callable[[str | None], str]  # the given or default session; a tool error when there is none
+    optional_session: Callable[[str | None], str | None]  # the given or default session, else None
+
+
+Extension = Callable[[MCPServer, ToolContext], None]
+
+
+def ledger_call(fn: Callable[[], T]) -> T:
+    """Run a service call, turning the ledger's errors into tool errors that say what to send instead."""
+    try:
+        return fn()
+    except LedgerError as exc:
+        raise ToolError(f"{exc.message}. {exc.hint}".strip() if exc.hint else exc.message) from exc
+
+
+def _refuse_unstorable_text(data: Any) -> Any:
+    """Before a tool's arguments are validated: a NUL or lone surrogate in any of them is an invalid argument
+    named in the tool error (the SDK reports a failed argument validation as a tool error)."""
+    found = find_bad_text(data)
+    if found is not None:
+        raise ValueError(f"{found.message('argument')}; {TEXT_HINT}")
+    return data
+
+
+def forbid_unknown_arguments(server: MCPServer) -> None:
+    """Make every tool reject arguments it does not declare (the SDK ignores them by default) and arguments
+    holding text the ledger cannot store."""
+    for tool in server._tool_manager.list_tools():
+        base = tool.fn_metadata.arg_model
+        strict = type(
+            base.__name__,
+            (base,),
+            {
+                # Built on the tool's first call, not at start-up: 21 validators cost ~0.1 s before `initialize`.
+                "model_config": ConfigDict(**{**base.model_config, "extra": "forbid", "defer_build": True}),
+                "__module__": base.__module__,
+                "refuse_unstorable_text": model_validator(mode="before")(_refuse_unstorable_text),
+            },
+        )
+        tool.fn_metadata.arg_model = strict
+        tool.parameters["additionalProperties"] = False

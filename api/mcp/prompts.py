@@ -1,0 +1,73 @@
+"""What the MCP server tells agents: the instructions sent at ``initialize`` and the two prompts."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from ledger.sessions import gate
+
+INSTRUCTIONS = (
+    "Compliance Ledger: every action you take here is recorded in a hash-chained audit log. "
+    "Search memory with memory_search (or memory_recall with a query) before you finish a task, then call "
+    "assert_compliance to obtain the "
+    "Compliance Stamp and end your response with it. " + gate.GROUNDING_INSTRUCTION
+)
+MEMORY_GUIDE = """Memory in the Compliance Ledger
+
+Setup (once; safe to repeat): call `memory_setup` (or run `compliance-ledger init`). It stores the 10
+constitutional blocks (tag self/constitutional: they never fade), plus your identity (self/context) and
+values (self/value) if you pass them. Nothing is stored twice.
+
+The loop, every task:
+1. Recall before you act: `memory_recall` with a query about the task (or `memory_search` for plain ranked
+   hits). Read what comes back.
+2. Act, citing what you used.
+3. Remember what you learned: `memory_remember` with one declarative statement per block and tags such as
+   project/<area>. Same content twice is rejected as a duplicate.
+4. Tell the ledger how the memories you used worked out: `memory_outcome` with their block ids.
+5. Before you finish: `assert_compliance`, and end your response with the stamp it returns.
+
+Frames (`memory_recall` frame=...):
+- self: who you are — your identity and values (blocks tagged self/...); the constitutional blocks are
+  guaranteed a place. Budget 600 tokens.
+- attention (default): the most relevant knowledge for the query, or the strongest blocks without one.
+  Budget 2000 tokens.
+- task: what you are working towards — blocks tagged self/goal are guaranteed a place, then context.
+  Budget 800 tokens.
+`top_k` (1-50, default 5) caps the blocks; the frame's token budget caps the text. A recall with a query in
+your session also earns the session's compliance token, exactly as `memory_search` does (a recall without a
+query, or without a session, earns none). Every recall is recorded and reinforces the blocks it returns, so
+what you use stays fresh.
+
+Decay and curation: blocks fade with active hours (hours in which some session was active), not calendar
+time, so a week away forgets nothing. How fast depends on the tier, which follows from the tags and the
+category: constitutional blocks are permanent; `category` (one lower-case word, default 'knowledge')
+'observation' decays fastest. `memory_curate` archives blocks that have decayed, prunes weak links between
+blocks, and reinforces the constitution and the strongest blocks; it also runs by itself every 40 active
+hours. Archived blocks are kept in the ledger but no longer recalled.
+
+Outcomes (`memory_outcome`): after using recalled blocks, send their ids with a signal from 1.0 (they
+helped) through 0.5 (neutral) to 0.0 (they misled you). Each outcome moves the blocks' confidence, which weighs
+in every recall; a signal below 0.2 also makes the blocks decay twice as fast.
+
+Every call is an event in a hash-chained ledger; your recalls, searches, stamps and memories are auditable."""
+
+
+def register(mcp: MCPServer) -> None:
+    """Add the ``compliance_grounding`` and ``memory_guide`` prompts."""
+
+    @mcp.prompt()
+    def compliance_grounding() -> str:
+        """The grounding instruction: end every response with a stamp obtained from assert_compliance."""
+        return (
+            f"{gate.GROUNDING_INSTRUCTION}\n\n"
+            "1. Before you finish, call `memory_search` with what your task is about.\n"
+            "2. Call `assert_compliance`. If it answers FAIL (⛔ GATE CLOSED), do what it says and call it again.\n"
+            "3. End your response with the exact `stamp` text it returned on PASS. Never write a stamp yourself: "
+            "every stamp carries a receipt that `verify_stamp` checks against the ledger."
+        )
+
+    @mcp.prompt()
+    def memory_guide() -> str:
+        """How to set up memory and run the cognitive loop."""
+        return MEMORY_GUIDE

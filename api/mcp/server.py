@@ -1,0 +1,101 @@
+"""Build the MCP server: who is calling (the transport's identity), the default session, and every capability's
+tools and prompts, registered in the order clients list them.
+
+Identity comes from the transport, never from a tool argument: stdio and in-memory servers are built for one
+agent (``--agent``) and open a default session for it at start; over HTTP the agent comes from the API key
+(or the configured local agent when no keys exist) and ``session_id`` is required.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from api.auth import identity_from_headers, proven_for_request
+from api.mcp import anchor, brain, enforcement, gate, memory, prompts, sessions, tasks
+from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
+from ledger.core.errors import LedgerError, SessionLocked
+from ledger.service import Actor, Ledger
+
+# Added after the core tools unless the caller names its own: the brain, workflow tasks, managed tasks.
+EXTENSIONS: tuple[Extension, ...] = (brain.register, tasks.register, enforcement.register)
+
+
+def build_mcp(
+    ledger: Ledger,
+    *,
+    extensions: Sequence[Extension] | None = None,
+    agent: str | None = None,
+    default_role: str = "agent",
+    default_working_dir: str | None = None,
+    open_default_session: bool = False,
+    fallback_agent: str = "local",
+) -> MCPServer:
+    """Build the MCP server.
+
+    With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
+    a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
+    from each request's API key.
+    """
+    default: dict[str, str | None] = {"session_id": None, "refused": None}
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        if open_default_session and agent:
+            try:
+                info = ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir)
+                default["session_id"] = info.session_id
+            except SessionLocked as exc:
+                # The agent is locked out (human intervention required): serve anyway, so its tools can say so.
+                default["refused"] = f"{exc.message}. {exc.hint}"
+        try:
+            yield {}
+        finally:
+            sid = default["session_id"]
+            if sid and agent:
+                default["session_id"] = None
+                # The agent may have clocked the session out itself, or the store may be gone.
+                with contextlib.suppress(LedgerError):
+                    ledger.clock_out(Actor(agent, "mcp"), sid)
+
+    mcp = MCPServer("compliance-ledger", instructions=prompts.INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+
+    def actor(ctx: Context) -> Actor:
+        if agent:
+            return Actor(agent, "mcp")
+        proven = proven_for_request(getattr(ctx.request_context.request, "scope", None))
+        if proven is not None:  # the HTTP front end resolved this very request's key a moment ago
+            return proven.actor("mcp")
+        headers: Mapping[str, str] = ctx.headers or {}
+        # Without keys an MCP caller is an agent (never the administrator); with one, the key's agent and role.
+        who = ledger_call(lambda: identity_from_headers(ledger, headers, fallback_agent, fallback_role="agent"))
+        return who.actor("mcp")
+
+    def session_of(session_id: str | None) -> str:
+        sid = session_id or default["session_id"]
+        if not sid:
+            raise ToolError(default["refused"] or f"session_id is required: {SESSION_HELP}")
+        return sid
+
+    def optional_session(session_id: str | None) -> str | None:
+        """The given session, else the default one (stdio); over HTTP ``None`` when omitted."""
+        return session_id or default["session_id"]
+
+    tools = ToolContext(ledger, actor, session_of, optional_session)
+    # The order clients have always listed the core tools in (tests/golden/surface.json).
+    sessions.register(mcp, tools)
+    memory.register(mcp, tools)
+    gate.register(mcp, tools)
+    anchor.register(mcp, tools)
+    memory.register_setup(mcp, tools)
+    gate.register_verify(mcp, tools)
+    prompts.register(mcp)
+    for register in EXTENSIONS if extensions is None else extensions:
+        register(mcp, tools)
+    forbid_unknown_arguments(mcp)
+    return mcp

@@ -1,0 +1,41 @@
+"""REST routes of the Odyssean Anchor: submit a proof (``POST /anchors``) and lift a lock (admin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from api.rest.context import Caller, StrictBody
+from ledger.anchor.report import AnchorResult
+from ledger.service import Ledger
+from ledger.sessions.report import SessionState
+
+
+class Anchor(StrictBody):
+    session_id: str
+    role: str
+    proof_candidate: str = Field(description="the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
+    tier: str = Field("default", description="quick | default | deep")
+
+
+class Unlock(StrictBody):
+    reason: str = Field(description="why the session may try again (recorded in the ledger)")
+
+
+def router(ledger: Ledger) -> APIRouter:
+    """``POST /anchors`` and ``POST /admin/sessions/{id}/anchor/unlock``."""
+    api = APIRouter()
+
+    @api.post("/anchors", response_model=AnchorResult, tags=["anchor"])
+    async def odyssean_anchor(body: Anchor, who: Caller) -> Any:
+        return await who.run(
+            lambda actor: ledger.anchor(actor, body.session_id, body.role, body.proof_candidate, body.tier)
+        )
+
+    @api.post("/admin/sessions/{session_id}/anchor/unlock", response_model=SessionState, tags=["admin"])
+    async def unlock_anchor(session_id: str, body: Unlock, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.unlock_anchor(actor, session_id, body.reason))
+
+    return api

@@ -1,0 +1,58 @@
+"""``GET /health``: ok, busy or unavailable, probed on threads and connections of its own."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from ledger.core.errors import LedgerError, StoreBusy
+from ledger.service import Ledger
+
+
+class Health(BaseModel):
+    status: Literal["ok", "busy", "unavailable"]
+    database: str
+    head_position: int | None = None
+    index_skipped: list[int] = Field(
+        default_factory=list, description="positions of events the search index could not hold and skipped"
+    )
+
+
+def router(ledger: Ledger) -> APIRouter:
+    """``GET /health`` for this app's ledger."""
+    api = APIRouter()
+    health_threads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first call
+
+    @api.get("/health", response_model=Health, tags=["ops"], responses={503: {"model": Health}})
+    async def health() -> Any:
+        """ok, busy (the write lock was held past the probe's wait: stamps get 503 now) or unavailable. The probe
+        runs on threads and a connection pool of its own, so requests stuck on a held lock cannot starve it."""
+        if not health_threads:
+            health_threads.append(anyio.CapacityLimiter(2))
+        try:
+            probe = await anyio.to_thread.run_sync(ledger.store.probe, limiter=health_threads[0])
+        except LedgerError as exc:
+            down = Health(status="unavailable", database=exc.message).model_dump()
+            return JSONResponse(down, status_code=503)
+        if probe.busy:
+            busy = Health(status="busy", database=ledger.store.dialect, head_position=probe.head_position)
+            return JSONResponse(busy.model_dump(), status_code=503, headers={"Retry-After": str(StoreBusy.retry_after)})
+        try:  # on the probe's own pool too, so a starved main pool cannot hang the report
+            skips = await anyio.to_thread.run_sync(
+                ledger.index.skips, ledger.store._probe_engine(), limiter=health_threads[0]
+            )
+        except LedgerError as exc:
+            return JSONResponse(Health(status="unavailable", database=exc.message).model_dump(), status_code=503)
+        return Health(
+            status="ok",
+            database=ledger.store.dialect,
+            head_position=probe.head_position,
+            index_skipped=[k.position for k in skips],
+        )
+
+    return api

@@ -1,0 +1,125 @@
+"""REST routes of memory: remember, list and inspect blocks, recall, curate, outcome and search."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, status
+from fastapi.responses import JSONResponse
+from pydantic import Field
+
+from api.params import AsOf, Position
+from api.rest.context import Caller, StrictBody
+from ledger.core.errors import InvalidInput
+from ledger.memory import decisions as memory
+from ledger.memory.recall import MAX_TOP_K
+from ledger.memory.report import BlockDetail, BlockList, CurateResult, OutcomeResult, RecallResult, RememberResult
+from ledger.service import Ledger
+from ledger.sessions.report import SearchResult
+
+
+class Remember(StrictBody):
+    content: str = Field(description=f"the memory text, at most {memory.MAX_CONTENT_CHARS} characters")
+    tags: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    category: str | None = Field(
+        None, description="one lower-case word, default 'knowledge'; 'observation' decays fastest"
+    )
+
+
+class Recall(StrictBody):
+    query: str | None = Field(None, description="what the task is about; omit to get the strongest blocks")
+    frame: Literal["self", "attention", "task"] = Field(
+        "attention", description="self: identity and values; attention: relevant knowledge; task: goals and context"
+    )
+    top_k: int = Field(5, description=f"1..{MAX_TOP_K}")
+    session_id: str | None = Field(
+        None, description="with a query, the recall issues this session's compliance token; without, none"
+    )
+
+
+class Outcome(StrictBody):
+    block_ids: list[str] = Field(description="ids of the blocks the outcome is about")
+    signal: float = Field(description="1.0 the memories helped ... 0.0 they misled")
+    note: str | None = None
+    session_id: str | None = None
+
+
+class Search(StrictBody):
+    query: str
+    session_id: str
+    limit: int = Field(10, description=f"1..{memory.MAX_LIMIT}")
+
+
+def router(ledger: Ledger) -> APIRouter:
+    """The ``/memory/...`` routes."""
+    api = APIRouter(tags=["memory"])
+
+    @api.post(
+        "/memory/blocks",
+        response_model=RememberResult,
+        responses={201: {"model": RememberResult, "description": "stored as a new block (200: a duplicate)"}},
+    )
+    async def remember(body: Remember, who: Caller) -> Any:
+        result = await who.run(
+            lambda actor: ledger.remember(actor, body.content, body.tags, body.session_id, body.category)
+        )
+        code = status.HTTP_201_CREATED if result.status == "created" else status.HTTP_200_OK
+        return JSONResponse(result.model_dump(mode="json"), status_code=code)
+
+    @api.get("/memory/blocks", response_model=BlockList)
+    async def memory_blocks(
+        who: Caller,
+        tag: str | None = Query(None, description="a tag, or a prefix ending in '/' such as project/"),
+        tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
+        archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
+        as_of: AsOf = None,
+        position: Position = None,
+        limit: int = Query(100, ge=1, le=memory.MAX_LIMIT),
+    ) -> Any:
+        return await who.run(
+            lambda _actor: ledger.memory_blocks(
+                tag=tag, tier=tier, archived=_archived(archived), as_of=as_of, position=position, limit=limit
+            )
+        )
+
+    @api.get("/memory/blocks/{block_id}", response_model=BlockDetail)
+    async def memory_block(
+        block_id: str,
+        who: Caller,
+        as_of: AsOf = None,
+        position: Position = None,
+    ) -> Any:
+        return await who.run(lambda _actor: ledger.memory_block(block_id, as_of=as_of, position=position))
+
+    @api.post("/memory/recall", response_model=RecallResult)
+    async def recall(body: Recall, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.recall(actor, body.query, body.frame, body.top_k, body.session_id))
+
+    @api.post("/memory/curate", response_model=CurateResult)
+    async def curate(who: Caller) -> Any:
+        return await who.run(ledger.curate)
+
+    @api.post("/memory/outcome", response_model=OutcomeResult)
+    async def outcome(body: Outcome, who: Caller) -> Any:
+        return await who.run(
+            lambda actor: ledger.outcome(actor, body.block_ids, body.signal, body.session_id, body.note)
+        )
+
+    @api.post("/memory/search", response_model=SearchResult)
+    async def search(body: Search, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.search(actor, body.session_id, body.query, body.limit))
+
+    return api
+
+
+def _archived(text: str | None) -> bool | None:
+    """``archived`` query parameter: omitted or false -> live blocks, true -> archived ones, any -> both."""
+    value = (text or "false").strip().lower()
+    if value in {"false", "0", "no"}:
+        return False
+    if value in {"true", "1", "yes"}:
+        return True
+    if value in {"any", "all"}:
+        return None
+    raise InvalidInput(f"archived {text!r} is not known", "send archived=false (default), true or any")

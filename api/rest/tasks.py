@@ -1,0 +1,99 @@
+"""REST routes of workflow tasks with DNA gates (seed 003 Layer A) over ``WorkflowCommands``.
+
+The acting role of a transition is the role of the caller's session (``clock_in(role=...)``); the agent comes
+from the credential. The table's row is chosen by the task's role; the acting role must be an allowed actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, status
+from pydantic import Field
+
+from api.params import AsOf, Position
+from api.rest.context import Caller, StrictBody
+from ledger.service import Ledger
+from ledger.workflow.report import TaskInfo, TransitionResult
+
+TRANSITION_HELP = "target status, or 'restore' to return a blocked task to where it was"
+
+
+class CreateTask(StrictBody):
+    task_id: str = Field(description="a slug: lower-case letters, digits, '.', '_', '-'")
+    title: str
+    task_type: str = "task"
+    role: str = "dev"
+    status: str = "ready"
+    dna: dict[str, Any] = Field(default_factory=dict)
+
+
+class UpdateDna(StrictBody):
+    set: dict[str, Any] = Field(default_factory=dict, description="fields to set")
+    remove: list[str] = Field(default_factory=list, description="fields to remove")
+
+
+class Transition(StrictBody):
+    to_status: str = Field(description=TRANSITION_HELP)
+    session_id: str = Field(description="your session: its role is the acting role")
+
+
+def _ledger(request: Request) -> Ledger:
+    ledger: Ledger = request.app.state.ledger
+    return ledger
+
+
+def router() -> APIRouter:
+    """The ``/tasks`` routes."""
+    api = APIRouter(tags=["tasks"])
+
+    @api.post("/tasks", response_model=TaskInfo, status_code=status.HTTP_201_CREATED)
+    async def create(body: CreateTask, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(
+            lambda actor: ledger.task_create(
+                actor,
+                body.task_id,
+                body.title,
+                task_type=body.task_type,
+                role=body.role,
+                status=body.status,
+                dna=body.dna,
+            )
+        )
+
+    @api.get("/tasks", response_model=list[TaskInfo])
+    async def list_tasks(
+        who: Caller,
+        request: Request,
+        status: str | None = None,
+        role: str | None = None,
+        task_type: str | None = None,
+    ) -> Any:
+        ledger = _ledger(request)
+        return await who.run(
+            lambda actor: ledger.task_list(status=status, role=role, task_type=task_type, viewer=actor)
+        )
+
+    @api.get("/tasks/{task_id}", response_model=TaskInfo)
+    async def get(
+        task_id: str,
+        who: Caller,
+        request: Request,
+        as_of: AsOf = None,
+        position: Position = None,
+    ) -> Any:
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_get(task_id, as_of=as_of, position=position, viewer=actor))
+
+    @api.patch("/tasks/{task_id}/dna", response_model=TaskInfo)
+    async def update_dna(task_id: str, body: UpdateDna, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_update_dna(actor, task_id, body.set, body.remove))
+
+    @api.post("/tasks/{task_id}/transitions", response_model=TransitionResult)
+    async def transition(task_id: str, body: Transition, who: Caller, request: Request) -> Any:
+        ledger = _ledger(request)
+        return await who.run(lambda actor: ledger.task_transition(actor, task_id, body.to_status, body.session_id))
+
+    return api
