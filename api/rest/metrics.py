@@ -31,9 +31,7 @@ How the numbers are made:
 
 from __future__ import annotations
 
-import functools
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, get_args
 
@@ -47,7 +45,6 @@ from api.params import AsOf, Position
 from api.rest.context import Caller
 from ledger.core.events import RefusalReason
 from ledger.enforcement.decisions import EnforcementLevel, Outcome
-from ledger.enforcement.handlers import Check
 from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
 from ledger.keys import access
 from ledger.service import Actor, Ledger
@@ -161,20 +158,6 @@ def _counter(
     return family
 
 
-def _time_checks(ledger: Ledger, histogram: Histogram, label: Any) -> None:
-    """Replace this instance's ``check_parameters`` with one that observes how long each recorded check took."""
-    inner = ledger.check_parameters
-
-    @functools.wraps(inner)
-    def timed(actor: Actor, tool: str, action: str, params: Mapping[str, Any], session_id: str | None = None) -> Check:
-        start = time.perf_counter()
-        check = inner(actor, tool, action, params, session_id)
-        histogram.labels(*label(tool, action)).observe(time.perf_counter() - start)
-        return check
-
-    ledger.check_parameters = timed  # type: ignore[method-assign]
-
-
 def router(ledger: Ledger) -> APIRouter:
     """``/metrics`` (its own registry, see the module docstring) and ``/reports/enforcement``."""
     registry = CollectorRegistry(auto_describe=True)
@@ -187,7 +170,9 @@ def router(ledger: Ledger) -> APIRouter:
         buckets=DURATION_BUCKETS,
         registry=registry,
     )
-    _time_checks(ledger, durations, collector.label)
+    ledger.enforcement.check_observers.append(
+        lambda tool, action, seconds: durations.labels(*collector.label(tool, action)).observe(seconds)
+    )
     api = APIRouter()
 
     @api.get(

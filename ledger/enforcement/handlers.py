@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,9 @@ from projections import tasks as task_proj
 
 Stats = dict[tuple[str, str], enf_proj.AgentToolStats]
 TOOLS = ("manage_task", "manage_context", "manage_subtask")
+
+
+CheckObserver = Callable[[str, str, float], None]  # tool, action, seconds the check took
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class EnforcementCommands:
         self.tasks = tasks
         self._checks_cache: dict[str, tuple[int, Stats]] = {}
         self._checks_lock = threading.Lock()
+        # told (tool, action, seconds) after each recorded check: how the /metrics histogram times them
+        self.check_observers: list[CheckObserver] = []
 
     def report(
         self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
@@ -88,6 +94,7 @@ class EnforcementCommands:
         another agent's, an unknown or a closed session is refused before anything is recorded. A call over the
         hard size limits (``ledger.enforcement_limits``) is refused at every level, and its check records the
         sizes, never the values."""
+        start = time.perf_counter()
         too_big = limits.oversized(params)
         rules = self.kernel.config.enforcement_rules
         rule = rules.rule_for(tool, action, actor.agent)
@@ -125,7 +132,10 @@ class EnforcementCommands:
             [rec] = self.kernel.append(actor, stream, version, [event], self.grants.meta(actor, session))
             return Check(decision, validation, base, rec.position)
 
-        return self.kernel.retrying(attempt)
+        check = self.kernel.retrying(attempt)
+        for observe in self.check_observers:
+            observe(tool, action, time.perf_counter() - start)
+        return check
 
     # --- the managed tools ----------------------------------------------------------------------------------------
 
