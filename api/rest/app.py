@@ -15,6 +15,7 @@ from api.cors import ScopedCors
 from api.responses import ERROR_RESPONSES
 from api.rest import anchor, audit, brain, checkpointing, gate, health, keys, memory, metrics, sessions, tasks
 from api.rest.context import error_response, install_error_handlers, refuse_unstorable_text
+from api.rest.mcp_endpoint import Built, LazyMcp
 from api.settings import Settings
 from ledger.core.errors import LedgerError, StoreUnavailable
 from ledger.service import Ledger
@@ -49,31 +50,14 @@ class _McpEndpoint:
 
 
 def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
-    """Build the HTTP application: REST routes plus MCP (stateless JSON mode) at ``/mcp``."""
-    # The MCP SDK loads only here, when an app is built: the REST modules never import it.
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from api.mcp.server import build_mcp
-
-    mcp = build_mcp(ledger, fallback_agent=settings.agent)
-    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*loopback, *settings.allowed_hosts],
-        allowed_origins=[f"http://{h}" for h in [*loopback, *settings.allowed_hosts]],
-    )
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/",
-        stateless_http=True,
-        json_response=True,
-        transport_security=security,
-        host=settings.host,
-    )
+    """Build the HTTP application: REST routes plus MCP (stateless JSON mode) at ``/mcp``, built on its first
+    request (:class:`~api.rest.mcp_endpoint.LazyMcp`)."""
+    mcp = LazyMcp(lambda: _mcp_app(ledger, settings))
     writer = checkpointing.checkpointer(ledger, settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.session_manager.run(), checkpointing.running(writer):
+        async with mcp.running(), checkpointing.running(writer):
             yield
 
     app = FastAPI(
@@ -86,7 +70,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     )
     app.state.ledger = ledger
     app.state.settings = settings
-    app.mount("/mcp", mcp_app)
+    app.state.mcp = mcp
+    app.mount("/mcp", mcp)
     install_error_handlers(app)
 
     for router in (
@@ -107,3 +92,27 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]
     return app
+
+
+def _mcp_app(ledger: Ledger, settings: Settings) -> Built:
+    """The MCP server's Streamable HTTP app and its session manager; the MCP SDK loads here, on the first request
+    to ``/mcp`` (the REST modules never import it)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from api.mcp.server import build_mcp
+
+    mcp = build_mcp(ledger, fallback_agent=settings.agent)
+    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*loopback, *settings.allowed_hosts],
+        allowed_origins=[f"http://{h}" for h in [*loopback, *settings.allowed_hosts]],
+    )
+    app = mcp.streamable_http_app(
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=settings.host,
+    )
+    return app, mcp.session_manager.run

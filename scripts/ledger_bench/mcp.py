@@ -16,9 +16,10 @@ from ledger_bench.report import Report, Row
 
 
 async def _mcp_calls(ledger: Any, sizes: Sizes) -> dict[str, list[float]]:
-    from api.mcp.server import build_mcp
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
+
+    from api.mcp.server import build_mcp
 
     server = build_mcp(ledger, agent=AGENT, open_default_session=True)
     bare = MCPServer("noop")
