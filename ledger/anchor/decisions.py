@@ -34,7 +34,7 @@ def unlock_hint(session_id: str) -> str:
 
 
 def session_locked(session_id: str) -> SessionLocked:
-    """The refusal of any command in a locked session (the one check: ``LedgerBase._open_session``)."""
+    """The refusal of any command in a locked session (the one check: ``SessionGrants.open``)."""
     return SessionLocked(
         f"session {session_id} is locked: its Odyssean Anchor failed {MAX_ATTEMPTS} attempts in a row "
         "(human intervention required), so it may not act",

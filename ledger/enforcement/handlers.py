@@ -90,7 +90,7 @@ class EnforcementCommands:
     ) -> Check:
         """Decide on a call's parameters at the agent's current level and record the check.
 
-        The session, when one is sent, must be the caller's own open session (``_open_session``): a call in
+        The session, when one is sent, must be the caller's own open session (``SessionGrants.open``): a call in
         another agent's, an unknown or a closed session is refused before anything is recorded. A call over the
         hard size limits (``ledger.enforcement_limits``) is refused at every level, and its check records the
         sizes, never the values."""

@@ -1,7 +1,7 @@
 """A locked anchor blocks further action in its session until a person unlocks it (issue 10, hole 9; seed 001:
 "After 2 retries, block further action (human intervention required)").
 
-The lock is folded from the session's own events and checked in the one session check (``_open_session``), so
+The lock is folded from the session's own events and checked in the one session check (``SessionGrants.open``), so
 the tests go through every MCP tool and REST route that takes a session: each refuses a locked session before
 anything is appended, except ``assert_compliance`` (a recorded FAIL, ``reason: anchor_locked``),
 ``odyssean_anchor`` (a recorded ``AnchorRefused``) and ``clock_out`` — whatever ``LEDGER_REQUIRE_ANCHOR`` says.

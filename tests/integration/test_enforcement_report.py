@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from ledger.core.errors import InvalidInput
 from ledger.enforcement import decisions as enf
-from ledger.enforcement.report import EnforcementReport, enforcement_report
+from ledger.enforcement.report import EnforcementReport
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 
@@ -142,7 +142,7 @@ def test_the_cli_prints_the_tables_and_problem_areas_and_the_same_report_as_json
     assert "problem areas" in text and "(all)" in text
 
     code, raw, _ = cli(tmp_path, "--json")
-    assert code == 0 and EnforcementReport.model_validate(json.loads(raw)) == enforcement_report(ledger)
+    assert code == 0 and EnforcementReport.model_validate(json.loads(raw)) == ledger.enforcement_report()
 
     code, raw, _ = cli(tmp_path, "--json", "--agent", "good-bot", "--as-of", "2026-03-01T09:30:00Z")
     as_json = json.loads(raw)
