@@ -15,183 +15,25 @@ row. Only the key field (the entity's id) stays a Python string per row, as a di
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
-import sys
-import types
-import typing
 from array import array
 from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from typing import Any, Generic, TypeVar
 
+from projections._column_layout import _NONE, _Codes, _micros, _pack, _reader, _unpack, _writer, layout
+from projections._column_layout import NONE as NONE
+from projections._key_index import _KeyIndex
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-NONE = _NONE = -(2**63)  # the "no value" of an optional int or moment column
 _set = object.__setattr__
 _new = object.__new__
-
-
-def _micros(moment: _dt.datetime) -> int:
-    if moment.tzinfo is None:
-        raise ValueError("a naive datetime in a projection state")
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _moment(micros: int) -> _dt.datetime:
-    return _EPOCH + _dt.timedelta(microseconds=micros)
-
-
-class _Codes:
-    """A dictionary-encoded column: the distinct values once, a 4-byte code per row."""
-
-    __slots__ = ("codes", "index", "values")
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.index: dict[Any, int] = {}
-        self.codes = array("i")
-
-    def code(self, value: Any) -> int:
-        code = self.index.get(value)
-        if code is None:
-            code = self.index[value] = len(self.values)
-            self.values.append(value)
-        return code
-
-    def copy(self) -> _Codes:
-        other = _Codes()
-        other.values, other.index, other.codes = list(self.values), dict(self.index), array("i", self.codes)
-        return other
-
-
-def _kind(tp: Any) -> tuple[str, bool]:
-    """A field type's column kind (``float``, ``int``, ``bool``, ``time`` or ``code``) and whether it may be None."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    optional = False
-    if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
-        tp, optional = next(a for a in args if a is not type(None)), True
-    if tp is float and not optional:
-        return "float", False
-    if tp is bool and not optional:
-        return "bool", False
-    if tp is int:
-        return "int", optional
-    if tp is _dt.datetime:
-        return "time", optional
-    return "code", optional
-
-
-class Layout:
-    """How one state class is laid out in columns (worked out once per class)."""
-
-    def __init__(self, cls: type, key_field: str) -> None:
-        slots: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
-        hints = typing.get_type_hints(cls)
-        if key_field not in slots:
-            raise TypeError(f"{cls.__name__} has no field {key_field!r} to key a column table by")
-        self.cls = cls
-        self.key_field = key_field
-        self.fields = tuple(name for name in slots if name != key_field)
-        self.kinds = {name: _kind(hints[name]) for name in self.fields}
-
-    def empty(self) -> dict[str, Any]:
-        typecodes = {"float": "d", "bool": "b", "int": "q", "time": "q"}
-        return {
-            name: array(typecodes[kind]) if kind in typecodes else _Codes() for name, (kind, _) in self.kinds.items()
-        }
-
-
-_LAYOUTS: dict[tuple[type, str], Layout] = {}
-
-
-def layout(cls: type, key_field: str) -> Layout:
-    found = _LAYOUTS.get((cls, key_field))
-    if found is None:
-        found = _LAYOUTS[(cls, key_field)] = Layout(cls, key_field)
-    return found
 
 
 PACK_AT = 1024
 """A table restored or copied with at least this many keys (all ASCII text of one width, such as block and session
 ids) keeps them packed: sorted in one ``bytes`` object, about 30 bytes a key instead of about 150 for a ``str``, a
 ``dict`` slot and an ``int`` row number."""
-
-
-class _KeyIndex:
-    """``key -> row``: a ``dict``, plus (once :meth:`compact` found them fit) fixed-width ASCII keys sorted in one
-    ``bytes`` object with their rows beside them, searched by bisection."""
-
-    __slots__ = ("blob", "count", "dict", "packed_rows", "width")
-
-    def __init__(self) -> None:
-        self.dict: dict[Any, int] = {}
-        self.blob = b""
-        self.width = 0
-        self.count = 0
-        self.packed_rows = array("i")
-
-    def __len__(self) -> int:
-        return len(self.dict) + self.count
-
-    def get(self, key: Any) -> int | None:
-        row = self.dict.get(key)
-        if row is not None or not self.count or type(key) is not str or len(key) != self.width:
-            return row
-        try:
-            probe = key.encode("ascii")
-        except UnicodeEncodeError:
-            return None
-        blob, w, lo, hi = self.blob, self.width, 0, self.count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if blob[mid * w : mid * w + w] < probe:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < self.count and blob[lo * w : lo * w + w] == probe:
-            return self.packed_rows[lo]
-        return None
-
-    def items(self) -> Iterator[tuple[Any, int]]:
-        blob, w, rows = self.blob, self.width, self.packed_rows
-        for i in range(self.count):
-            yield blob[i * w : i * w + w].decode("ascii"), rows[i]
-        yield from self.dict.items()
-
-    def remove(self, key: Any) -> None:
-        if key not in self.dict and self.count:
-            self.dict = dict(self.items())  # rare (the folds never delete): unpack, then forget the one key
-            self.blob, self.count, self.packed_rows = b"", 0, array("i")
-        del self.dict[key]
-
-    def compact(self) -> None:
-        """Pack every key if they are all ASCII text of one width and there are at least :data:`PACK_AT`."""
-        if len(self) < PACK_AT or not self.dict:
-            return
-        first = next(iter(self.dict))
-        if not self.count and type(first) is not str:
-            return
-        width = self.width if self.count else len(first)
-        fresh: list[tuple[bytes, int]] = []
-        for key, row in self.dict.items():
-            if type(key) is not str or len(key) != width or not key.isascii():
-                return
-            fresh.append((key.encode("ascii"), row))
-        blob, w = self.blob, self.width
-        pairs = [(blob[i * w : i * w + w], self.packed_rows[i]) for i in range(self.count)] + fresh
-        pairs.sort()
-        self.blob = b"".join(k for k, _ in pairs)
-        self.packed_rows = array("i", (r for _, r in pairs))
-        self.width, self.count, self.dict = width, len(pairs), {}
-
-    def copy(self) -> _KeyIndex:
-        other = _KeyIndex()
-        other.dict, other.blob, other.width, other.count = dict(self.dict), self.blob, self.width, self.count
-        other.packed_rows = array("i", self.packed_rows)
-        return other
 
 
 class ColumnTable(MutableMapping[K, V], Generic[K, V]):
@@ -368,7 +210,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
     def copy(self) -> ColumnTable[K, V]:
         """A copy later writes do not change (for a snapshot); both pack their keys if they have grown."""
         self._settle()
-        self._index.compact()
+        self._index.compact(PACK_AT)
         other: ColumnTable[K, V] = ColumnTable(self.layout.cls, self.layout.key_field, self.hot_limit)
         other._index, other._next_row, other._objects = self._index.copy(), self._next_row, dict(self._objects)
         other._columns = {
@@ -391,7 +233,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         """Plain JSON data, each column packed (``encode`` for the coded values). Packed keys travel packed (one
         ASCII string and their rows), so reading a large table back builds no object per key."""
         self._settle()
-        self._index.compact()
+        self._index.compact(PACK_AT)
         index = self._index
         if index.count and len(index) == self._next_row:  # every row live: the columns go as they are
             whole: dict[str, Any] = {}
@@ -437,7 +279,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         if len(table._index.dict) != len(keys):
             raise ValueError("a column table's keys repeat")
         del keys
-        table._index.compact()
+        table._index.compact(PACK_AT)
         table._objects = {decode(k): decode(v) for k, v in data["objects"]}
         if any(table._index.get(k) is not None for k in table._objects):
             raise ValueError("a column table holds a key twice")
@@ -510,78 +352,3 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         for name, (kind, optional) in self.layout.kinds.items():
             writers.append(_writer(name, self._columns[name], kind, optional))
         return writers
-
-
-def _reader(column: Any, kind: str, optional: bool) -> Callable[[int], Any]:
-    if isinstance(column, _Codes):
-        values, codes = column.values, column.codes
-        return lambda row: values[codes[row]]
-    if kind == "bool":
-        return lambda row: bool(column[row])
-    if kind == "time":
-        if optional:
-            return lambda row: None if column[row] == _NONE else _moment(column[row])
-        return lambda row: _moment(column[row])
-    if optional:
-        return lambda row: None if column[row] == _NONE else column[row]
-    return column.__getitem__  # type: ignore[no-any-return]
-
-
-def _writer(name: str, column: Any, kind: str, optional: bool) -> Callable[[Any, int | None], None]:
-    get = _getter(name)
-    target = column
-    if isinstance(column, _Codes):
-        convert: Callable[[Any], Any] = column.code
-        target = column.codes
-    elif kind == "time":
-        convert = _micros
-    elif kind == "float":
-        convert = float
-    elif kind == "bool":
-        convert = int
-    else:
-        convert = _check_int
-    if optional and not isinstance(column, _Codes):
-        inner = convert
-        convert = lambda v: _NONE if v is None else inner(v)  # noqa: E731
-
-    def write(obj: Any, row: int | None) -> None:
-        value = convert(get(obj))
-        if row is None:
-            target.append(value)
-        else:
-            target[row] = value
-
-    return write
-
-
-def _check_int(value: Any) -> int:
-    if type(value) is bool or not isinstance(value, int):
-        raise TypeError(f"an int column got {value!r}")
-    if value == _NONE:
-        raise ValueError(f"{value} is reserved in an int column")
-    return value
-
-
-def _getter(name: str) -> Callable[[Any], Any]:
-    return lambda obj: getattr(obj, name)
-
-
-def _pack(column: array[Any]) -> str:
-    if sys.byteorder != "little":
-        column = array(column.typecode, column)
-        column.byteswap()
-    return base64.b64encode(column.tobytes()).decode("ascii")
-
-
-def _unpack(typecode: str, text: Any) -> array[Any]:
-    if not isinstance(text, str):
-        raise ValueError("a packed column is not a string")
-    column = array(typecode)
-    raw = base64.b64decode(text, validate=True)
-    if len(raw) % column.itemsize:
-        raise ValueError("a packed column's length is not a whole number of values")
-    column.frombytes(raw)
-    if sys.byteorder != "little":
-        column.byteswap()
-    return column

@@ -4,7 +4,7 @@
 SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
 same transaction as its updates, so two processes never apply an event twice. Dropping the tables and
-calling :meth:`SearchIndex.rebuild` restores it from the log.
+calling :meth:`SearchIndex.rebuild` restores it from the log. Ranking is in :mod:`projections.search_ranking`.
 
 An event the index cannot hold (text PostgreSQL refuses, a payload that no longer decodes: only someone writing
 to the database directly can put one there) must not stop search for every caller. Events are applied in
@@ -19,7 +19,6 @@ import contextlib
 import itertools
 import json
 import logging
-import re
 import sqlite3
 import sys
 import threading
@@ -35,6 +34,8 @@ from ledger.core.events import MemoryCurated, MemoryRemembered
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
+from projections.search_ranking import RANK_AT_MOST, Hit, ranked
+from projections.search_ranking import query_terms as query_terms
 
 
 def _fatal(exc: BaseException) -> bool:
@@ -49,10 +50,6 @@ def _fatal(exc: BaseException) -> bool:
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
-RANK_AT_MOST = 2000
-"""A query word matching more blocks than this is *common*: when the query has rarer words, only those are
-ranked (they are the words that matter); a query of common words only ranks its newest this-many matches. So
-no search ranks every match of a common word, whatever the size of the memory."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
 _PENDING = (
@@ -62,8 +59,6 @@ _PENDING = (
 )
 BATCH_SIZE = 500
 MAX_REASON_CHARS = 500
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 _SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
@@ -92,26 +87,11 @@ _DROP = {
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
-    """One ranked search result."""
-
-    block_id: str
-    content: str
-    tags: list[str]
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
 class Skip:
     """An event a derived index could not apply: its position and why."""
 
     position: int
     reason: str
-
-
-def query_terms(query: str) -> list[str]:
-    """Split a free-text query into lower-case word terms (no operator syntax reaches the engine)."""
-    return [t.lower() for t in _WORD.findall(query)]
 
 
 class SearchIndex:
@@ -323,111 +303,9 @@ class SearchIndex:
             return self._ranked(cur, terms, limit, tag_prefix)
 
     def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
-        tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
-        sqlite = self.dialect == "sqlite"
-        kept, capped = self._words_that_matter(cur, terms)
-        if not kept:
-            return []
-        match = " OR ".join(f'"{t}"' for t in kept) if sqlite else " | ".join(kept)
-        params: list[Any] = [match]
-        tag_sql = ""
-        if tag_like is not None:
-            tag_sql = " AND tags_json LIKE ? ESCAPE '\\'"
-            params.append(tag_like)
-        cap_sql = ""
-        if capped:
-            # The newest rank_at_most matches: find the oldest of them (an ordered scan of the matches that
-            # stops there), then rank only from it on (a range both engines apply while matching).
-            order, table = (
-                ("rowid", "memory_fts WHERE memory_fts MATCH ?")
-                if sqlite
-                else (
-                    "seq",
-                    "memory_index WHERE tsv @@ to_tsquery('english', ?)",
-                )
-            )
-            cur.execute(
-                self.store.sql(f"SELECT {order} FROM {table} ORDER BY {order} DESC LIMIT 1 OFFSET ?"),
-                (match, self.rank_at_most - 1),
-            )
-            row = cur.fetchone()
-            if row is not None:
-                cap_sql = f" AND {order} >= ?"
-                params.append(row[0])
-        if sqlite:
-            return _rank_sqlite(cur, f"memory_fts MATCH ?{tag_sql}{cap_sql}", params, limit)
-        text = (
-            "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
-            f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
-            "ORDER BY score DESC, block_id LIMIT ?"
-        )
-        cur.execute(self.store.sql(text), (*params, limit))
-        rows: Sequence[Any] = cur.fetchall()
-        return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
-
-    def _words_that_matter(self, cur: Any, terms: list[str]) -> tuple[list[str], bool]:
-        """The words to rank by and whether to rank only the newest matches: each word's block count is probed
-        up to :attr:`rank_at_most` + 1 (so a probe costs at most that many postings, however common the word)."""
-        cap = self.rank_at_most
-        if self.dialect == "sqlite":
-            probe = "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) AS matches"
-        else:
-            probe = (
-                "SELECT count(*) FROM (SELECT 1 FROM memory_index WHERE tsv @@ to_tsquery('english', %s) LIMIT %s)"
-                " AS matches"
-            )
-        counts = {}
-        for t in terms:
-            cur.execute(probe, (f'"{t}"' if self.dialect == "sqlite" else t, cap + 1))
-            counts[t] = int(cur.fetchone()[0])
-        rare = [t for t in terms if 0 < counts[t] <= cap]
-        if rare:
-            return rare, False
-        common = [t for t in terms if counts[t] > cap]
-        return common, bool(common)
-
-
-def _rank_sqlite(cur: Any, where: str, params: Sequence[Any], limit: int) -> list[Hit]:
-    """The best ``limit`` matches by BM25 (ties by block id), as ``ORDER BY score DESC, block_id LIMIT limit``
-    would give them, without reading the stored text of every match: the matches are scored and sorted from the
-    index alone (FTS5 keeps ``block_id`` with the text), the block ids are read only for the matches tied at the
-    cut, and the text only for the rows returned. At a few hundred matches that saves a third of a search."""
-    cur.execute(f"SELECT rowid, -bm25(memory_fts) AS score FROM memory_fts WHERE {where} ORDER BY score DESC", params)
-    chosen: list[tuple[int, float]] = cur.fetchmany(limit)
-    if len(chosen) == limit:
-        cut = chosen[-1][1]
-        above = [r for r in chosen if r[1] > cut]
-        tied = [r for r in chosen if r[1] == cut]
-        while (row := cur.fetchone()) is not None and row[1] == cut:  # the rest of the tie at the cut
-            tied.append(row)
-        if len(above) + len(tied) > limit:
-            block_ids = dict(_rows_by_rowid(cur, "block_id", [rowid for rowid, _ in tied]))
-            tied.sort(key=lambda r: block_ids[r[0]])
-        chosen = above + tied[: limit - len(above)]
-    scores = dict(chosen)
-    hits = [
-        Hit(block_id, content, json.loads(tags_json), float(scores[rowid]))
-        for rowid, block_id, content, tags_json in _rows_by_rowid(cur, "block_id, content, tags_json", list(scores))
-    ]
-    hits.sort(key=lambda h: (-h.score, h.block_id))
-    return hits
-
-
-def _rows_by_rowid(cur: Any, columns: str, rowids: list[int]) -> list[Any]:
-    if not rowids:
-        return []
-    cur.execute(
-        f"SELECT rowid, {columns} FROM memory_fts WHERE rowid IN (SELECT value FROM json_each(?))",
-        (json.dumps(rowids),),
-    )
-    return list(cur.fetchall())
+        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most)
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:
     while batch := list(itertools.islice(records, size)):
         yield batch
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

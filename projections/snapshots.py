@@ -60,12 +60,13 @@ def _code_version() -> str:
     root = Path(__file__).resolve().parent.parent
     files = [
         *sorted((root / "projections").glob("*.py")),
-        root / "ledger" / "core" / "events.py",
+        *sorted((root / "ledger" / "core" / "events").glob("*.py")),
         root / "ledger" / "core" / "mapper.py",
     ]
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.relative_to(root).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
 
 

@@ -19,7 +19,8 @@ from ledger.core.events import (
 )
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
 from ledger.keys import access
-from ledger.memory.handlers import MemoryCommands, score_one, stats_of
+from ledger.memory.handlers import MemoryCommands
+from ledger.memory.reads import score_one, stats_of
 from ledger.memory.report import BlockOut, MemoryStats
 from ledger.sessions.report import AgentReport, SessionState
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime

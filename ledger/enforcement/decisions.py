@@ -1,8 +1,10 @@
-"""Parameter enforcement (seed 004): schemas, placeholder checks, rules, progressive levels and decisions.
+"""Parameter enforcement (seed 004): the decision on each call, and the one module callers use for the rest.
 
-The pure core. No store, clock, MCP or metrics; the only I/O is reading the YAML rules file. The service
-records every check as an event, folds :class:`AgentToolStats` per (agent, tool, action) from those events,
-and asks :func:`decide` what to do with each call:
+The pure core, with the schemas (:mod:`.schemas`, :mod:`.fields`), validation (:mod:`.validation`,
+:mod:`.guidance`), rules (:mod:`.rules`) and levels (:mod:`.levels`) re-exported here. No store, clock, MCP or
+metrics; the only I/O is reading the YAML rules file. The service records every check as an event, folds
+:class:`AgentToolStats` per (agent, tool, action) from those events, and asks :func:`decide` what to do with
+each call:
 
     rule = rules.rule_for(tool, action, agent)
     validation = validate(tool, action, params, require=rule.required_params if rule else ())
@@ -37,363 +39,100 @@ Choices where the seed is silent (documented in docs/ENFORCEMENT.md):
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from importlib import resources
-from pathlib import Path
-from typing import Any, Final, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ledger.enforcement import limits
-
-# The schema side, re-exported: callers use one module.
-from ledger.enforcement.schemas import (
-    DOCS as DOCS,
+from ledger.enforcement.fields import MAX_JSON_BYTES, MAX_KEYS, MAX_PATH_CHARS, MAX_PATHS, placeholder_problem
+from ledger.enforcement.guidance import EXAMPLES, PARAM_HINTS, TEMPLATES, documentation, example, param_hint
+from ledger.enforcement.levels import DEFAULT_PROGRESSIVE, EnforcementLevel, Progressive, effective_level, raise_level
+from ledger.enforcement.rules import (
+    DEFAULT_RULES,
+    AgentRollout,
+    EnforcementConfigError,
+    Rollout,
+    Rule,
+    RuleSet,
+    load_rules,
+    parse_rules,
+    rollout_bucket,
 )
 from ledger.enforcement.schemas import (
-    ENVELOPE as ENVELOPE,
+    DOCS,
+    ENVELOPE,
+    SCHEMAS,
+    CompletionParams,
+    ContextParams,
+    ContextUpdateParams,
+    InsightParams,
+    ProgressParams,
+    SubtaskCompletionParams,
+    SubtaskCreateParams,
+    SubtaskUpdateParams,
+    TaskCreateParams,
+    WorkUpdateParams,
+    context_fields,
 )
-from ledger.enforcement.schemas import (
-    EXAMPLES as EXAMPLES,
-)
-from ledger.enforcement.schemas import (
-    MAX_JSON_BYTES as MAX_JSON_BYTES,
-)
-from ledger.enforcement.schemas import (
-    MAX_KEYS as MAX_KEYS,
-)
-from ledger.enforcement.schemas import (
-    MAX_PATH_CHARS as MAX_PATH_CHARS,
-)
-from ledger.enforcement.schemas import (
-    MAX_PATHS as MAX_PATHS,
-)
-from ledger.enforcement.schemas import (
-    PARAM_HINTS as PARAM_HINTS,
-)
-from ledger.enforcement.schemas import (
-    SCHEMAS as SCHEMAS,
-)
-from ledger.enforcement.schemas import (
-    TEMPLATES as TEMPLATES,
-)
-from ledger.enforcement.schemas import (
-    CompletionParams as CompletionParams,
-)
-from ledger.enforcement.schemas import (
-    ContextParams as ContextParams,
-)
-from ledger.enforcement.schemas import (
-    ContextUpdateParams as ContextUpdateParams,
-)
-from ledger.enforcement.schemas import (
-    InsightParams as InsightParams,
-)
-from ledger.enforcement.schemas import (
-    ProgressParams as ProgressParams,
-)
-from ledger.enforcement.schemas import (
-    SubtaskCompletionParams as SubtaskCompletionParams,
-)
-from ledger.enforcement.schemas import (
-    SubtaskCreateParams as SubtaskCreateParams,
-)
-from ledger.enforcement.schemas import (
-    SubtaskUpdateParams as SubtaskUpdateParams,
-)
-from ledger.enforcement.schemas import (
-    TaskCreateParams as TaskCreateParams,
-)
-from ledger.enforcement.schemas import (
-    Validation as Validation,
-)
-from ledger.enforcement.schemas import (
-    WorkUpdateParams as WorkUpdateParams,
-)
-from ledger.enforcement.schemas import (
-    context_fields as context_fields,
-)
-from ledger.enforcement.schemas import (
-    correction_for as correction_for,
-)
-from ledger.enforcement.schemas import (
-    documentation as documentation,
-)
-from ledger.enforcement.schemas import (
-    example as example,
-)
-from ledger.enforcement.schemas import (
-    param_hint as param_hint,
-)
-from ledger.enforcement.schemas import (
-    placeholder_problem as placeholder_problem,
-)
-from ledger.enforcement.schemas import (
-    suggested_correction as suggested_correction,
-)
-from ledger.enforcement.schemas import (
-    validate as validate,
-)
-from projections.enforcement import AgentToolStats as AgentToolStats
-from projections.enforcement import evolve as evolve
+from ledger.enforcement.validation import Validation, correction_for, suggested_correction, validate
+from projections.enforcement import AgentToolStats, evolve
 
-DEFAULT_RULES: Final = "enforcement_rules.yaml"
-
-
-class EnforcementLevel(StrEnum):
-    """How a rule treats missing or invalid context parameters."""
-
-    DISABLED = "disabled"
-    SOFT = "soft"  # record only
-    WARNING = "warning"  # allow, with context_warning and suggestions
-    STRICT = "strict"  # block
-
-
-_RANK: Final = {EnforcementLevel.SOFT: 1, EnforcementLevel.WARNING: 2, EnforcementLevel.STRICT: 3}
-
-
-# --- rules (seed 4.1, 8.2) ------------------------------------------------------------------------------------
-
-
-class EnforcementConfigError(ValueError):
-    """The enforcement rules file is not valid; the message names the file and the key."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """How one tool/action is enforced. ``required_params`` = the schema's required context parameters plus
-    those the file adds; ``origin`` says where ``level`` came from for this agent."""
-
-    tool: str
-    action: str
-    level: EnforcementLevel
-    required_params: tuple[str, ...]
-    optional_params: tuple[str, ...]
-    fail_open: bool = False
-    origin: str = "rule"
-
-
-@dataclass(frozen=True, slots=True)
-class Progressive:
-    """Seed 4.2 / 8.2: the level may rise to warning after ``warning_threshold`` checks, to strict after
-    ``strict_threshold``."""
-
-    enabled: bool = True
-    warning_threshold: int = 3
-    strict_threshold: int = 5
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRollout:
-    """A per-agent flag of the rollout: ``enabled`` and an optional level for every rule."""
-
-    enabled: bool
-    level: EnforcementLevel | None = None
-
-
-@dataclass(frozen=True)
-class Rollout:
-    """Which agents are enforced: the listed ones as flagged, the rest by bucket < ``percentage``."""
-
-    percentage: int = 100
-    agents: Mapping[str, AgentRollout] = field(default_factory=dict)
-
-
-def rollout_bucket(agent: str) -> int:
-    """The agent's stable rollout bucket, 0–99."""
-    return int.from_bytes(hashlib.sha256(agent.encode("utf-8", "surrogatepass")).digest()[:8], "big") % 100
-
-
-@dataclass(frozen=True)
-class RuleSet:
-    """The loaded rules file."""
-
-    enabled: bool
-    default_level: EnforcementLevel
-    progressive: Progressive
-    rollout: Rollout
-    rules: Mapping[tuple[str, str], Rule]
-    source: str
-
-    def rule_for(self, tool: str, action: str, agent: str) -> Rule | None:
-        """The rule for this agent after the global switch and the rollout; None for an unknown tool/action."""
-        rule = self.rules.get((tool, action))
-        if rule is None:
-            return None
-        if not self.enabled:
-            return replace(rule, level=EnforcementLevel.DISABLED, origin="enforcement disabled")
-        flag = self.rollout.agents.get(agent)
-        if flag is not None:
-            if not flag.enabled:
-                return replace(rule, level=EnforcementLevel.DISABLED, origin="agent disabled")
-            return rule if flag.level is None else replace(rule, level=flag.level, origin="agent level")
-        if rollout_bucket(agent) >= self.rollout.percentage:
-            return replace(rule, level=EnforcementLevel.DISABLED, origin="outside rollout")
-        return rule
-
-    def level_for(self, tool: str, action: str, agent: str, stats: AgentToolStats) -> EnforcementLevel:
-        """The effective level for the agent's next call (``disabled`` for an unknown tool/action)."""
-        rule = self.rule_for(tool, action, agent)
-        if rule is None:
-            return EnforcementLevel.DISABLED
-        return effective_level(rule.level, stats.checks, stats.passed, self.progressive)
-
-
-def load_rules(path: str | Path | None = None) -> RuleSet:
-    """Load and check a rules file (the shipped ``ledger/enforcement/enforcement_rules.yaml`` when ``path`` is None)."""
-    if path is None:
-        text = resources.files("ledger.enforcement").joinpath(DEFAULT_RULES).read_text(encoding="utf-8")
-        source = f"(default) ledger/enforcement/{DEFAULT_RULES}"
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise EnforcementConfigError(f"cannot read the enforcement rules {path}: {exc}") from exc
-        source = str(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise EnforcementConfigError(f"{source} is not valid YAML: {exc}") from exc
-    return parse_rules(data, source)
-
-
-def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
-    """Check the parsed YAML (seed 8.2's shape) and build the rule set; errors name ``source`` and the key."""
-
-    def fail(key: str, message: str) -> EnforcementConfigError:
-        return EnforcementConfigError(f"{source}: {key}: {message}")
-
-    def mapping(value: Any, key: str, allowed: Iterable[str]) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise fail(key, "must be a mapping")
-        if extra := sorted(str(k) for k in value if k not in allowed):
-            raise fail(f"{key}.{extra[0]}" if key else extra[0], f"unknown key; allowed: {', '.join(allowed)}")
-        return value
-
-    def flag(value: Any, key: str, default: bool) -> bool:
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise fail(key, f"must be true or false, not {value!r}")
-        return value
-
-    def level(value: Any, key: str) -> EnforcementLevel:
-        try:
-            return EnforcementLevel(value)
-        except ValueError:
-            raise fail(key, f"{value!r} is not one of {', '.join(lv.value for lv in EnforcementLevel)}") from None
-
-    def count(value: Any, key: str, default: int, high: int | None = None) -> int:
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (high is not None and value > high):
-            raise fail(key, f"must be an integer from 0{f' to {high}' if high is not None else ''}, not {value!r}")
-        return value
-
-    if not isinstance(data, dict) or "enforcement" not in data:
-        raise fail("enforcement", "the file must be a mapping with an 'enforcement' section")
-    mapping(data, "", ["enforcement"])
-    root = mapping(data["enforcement"], "enforcement", ["enabled", "default_level", "progressive", "tools", "rollout"])
-    default_level = level(root.get("default_level", "warning"), "enforcement.default_level")
-
-    prog = mapping(
-        root.get("progressive"), "enforcement.progressive", ["enabled", "warning_threshold", "strict_threshold"]
-    )
-    progressive = Progressive(
-        enabled=flag(prog.get("enabled"), "enforcement.progressive.enabled", True),
-        warning_threshold=count(prog.get("warning_threshold"), "enforcement.progressive.warning_threshold", 3),
-        strict_threshold=count(prog.get("strict_threshold"), "enforcement.progressive.strict_threshold", 5),
-    )
-    if progressive.strict_threshold < progressive.warning_threshold:
-        raise fail("enforcement.progressive.strict_threshold", "must not be below warning_threshold")
-
-    tools = mapping(root.get("tools"), "enforcement.tools", SCHEMAS)
-    rules: dict[tuple[str, str], Rule] = {}
-    for tool, actions in SCHEMAS.items():
-        configured = mapping(tools.get(tool), f"enforcement.tools.{tool}", actions)
-        for action in actions:
-            key = f"enforcement.tools.{tool}.{action}"
-            spec = mapping(configured.get(action), key, ["level", "required_params", "fail_open"])
-            required, optional = context_fields(tool, action)
-            extra = spec.get("required_params") or []
-            if not isinstance(extra, list) or not all(isinstance(p, str) for p in extra):
-                raise fail(f"{key}.required_params", "must be a list of parameter names")
-            for name in extra:
-                if name not in (*required, *optional):
-                    known = ", ".join((*required, *optional))
-                    raise fail(f"{key}.required_params", f"{name!r} is not a context parameter (known: {known})")
-            rules[(tool, action)] = Rule(
-                tool=tool,
-                action=action,
-                level=level(spec.get("level", default_level), f"{key}.level"),
-                required_params=tuple(p for p in (*required, *optional) if p in required or p in extra),
-                optional_params=tuple(p for p in optional if p not in extra),
-                fail_open=flag(spec.get("fail_open"), f"{key}.fail_open", False),
-                origin="rule" if "level" in spec else "default_level",
-            )
-
-    roll = mapping(root.get("rollout"), "enforcement.rollout", ["strategy", "percentage", "agents"])
-    if roll.get("strategy", "percentage") != "percentage":
-        raise fail("enforcement.rollout.strategy", f"{roll.get('strategy')!r} is not 'percentage'")
-    agents: dict[str, AgentRollout] = {}
-    raw_agents = roll.get("agents") or {}
-    if not isinstance(raw_agents, dict):
-        raise fail("enforcement.rollout.agents", "must map agent names to {enabled, level}")
-    for name, raw in raw_agents.items():
-        key = f"enforcement.rollout.agents.{name}"
-        agent = mapping(raw, key, ["enabled", "level"])
-        agent_level = agent.get("level")
-        agents[str(name)] = AgentRollout(
-            enabled=flag(agent.get("enabled"), f"{key}.enabled", True),
-            level=None if agent_level is None else level(agent_level, f"{key}.level"),
-        )
-    return RuleSet(
-        enabled=flag(root.get("enabled"), "enforcement.enabled", True),
-        default_level=default_level,
-        progressive=progressive,
-        rollout=Rollout(count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), agents),
-        rules=rules,
-        source=source,
-    )
-
-
-# --- progressive enforcement (seed 4.2) -----------------------------------------------------------------------
-
-DEFAULT_PROGRESSIVE: Final = Progressive()
-
-
-def raise_level(level: EnforcementLevel) -> EnforcementLevel:
-    """One level stricter: soft → warning → strict; strict and disabled stay."""
-    order = (EnforcementLevel.SOFT, EnforcementLevel.WARNING, EnforcementLevel.STRICT)
-    return order[min(order.index(level) + 1, 2)] if level in order else level
-
-
-def effective_level(
-    base: EnforcementLevel, checks: int, passed: int, progressive: Progressive = DEFAULT_PROGRESSIVE
-) -> EnforcementLevel:
-    """Seed 4.2: compliance above 0.9 keeps ``base``, above 0.7 raises it one level, else strict.
-
-    No checks → ``base``; ``disabled`` stays disabled; the level never falls below ``base`` and rises to warning
-    only after ``warning_threshold`` checks, to strict only after ``strict_threshold``.
-    """
-    if not 0 <= passed <= checks:
-        raise ValueError(f"passed ({passed}) must be between 0 and checks ({checks})")
-    if base is EnforcementLevel.DISABLED or not progressive.enabled or checks < max(progressive.warning_threshold, 1):
-        return base
-    target: EnforcementLevel = base  # rate > 0.9, compared exactly in integers
-    if passed * 10 <= checks * 7:
-        target = EnforcementLevel.STRICT
-    elif passed * 10 <= checks * 9:
-        target = raise_level(base)
-    if checks < progressive.strict_threshold and target is EnforcementLevel.STRICT:
-        target = max(base, EnforcementLevel.WARNING, key=_RANK.__getitem__)
-    return max(base, target, key=_RANK.__getitem__)
+# The schema, validation, rules and levels side, re-exported: callers use one module.
+__all__ = [
+    "DEFAULT_PROGRESSIVE",
+    "DEFAULT_RULES",
+    "DOCS",
+    "ENVELOPE",
+    "EXAMPLES",
+    "MAX_JSON_BYTES",
+    "MAX_KEYS",
+    "MAX_PATHS",
+    "MAX_PATH_CHARS",
+    "PARAM_HINTS",
+    "SCHEMAS",
+    "TEMPLATES",
+    "AgentRollout",
+    "AgentToolStats",
+    "CompletionParams",
+    "ContextParams",
+    "ContextUpdateParams",
+    "Decision",
+    "EnforcementConfigError",
+    "EnforcementLevel",
+    "EnforcementResponse",
+    "InsightParams",
+    "Outcome",
+    "ProgressParams",
+    "Progressive",
+    "Rollout",
+    "Rule",
+    "RuleSet",
+    "SubtaskCompletionParams",
+    "SubtaskCreateParams",
+    "SubtaskUpdateParams",
+    "TaskCreateParams",
+    "Validation",
+    "WorkUpdateParams",
+    "context_fields",
+    "correction_for",
+    "decide",
+    "decide_internal_error",
+    "decide_oversized",
+    "documentation",
+    "effective_level",
+    "evolve",
+    "example",
+    "load_rules",
+    "param_hint",
+    "parse_rules",
+    "placeholder_problem",
+    "raise_level",
+    "rollout_bucket",
+    "suggested_correction",
+    "validate",
+]
 
 
 # --- the decision (seed 2.2, 6.2) -----------------------------------------------------------------------------

@@ -208,14 +208,14 @@ def trace_catch_up(ledger: Ledger, db_path: Path, appender: SessionAppender) -> 
 
 
 PROFILED = [
-    ("ledger/memory/handlers", "recall", "`MemoryCommands.recall` in all"),
+    ("ledger/memory/", "recall", "`MemoryCommands.recall` in all"),
     ("projections/search_index", "search", "`SearchIndex.search`"),
     ("projections/search_index", "catch_up", "`SearchIndex.catch_up`"),
     ("ledger/core/storage", "iter_records", "`SqlEventStore.iter_records`"),
     ("ledger/core/storage", "head", "`SqlEventStore.head`"),
     ("ledger/core/storage", "append", "`SqlEventStore.append`"),
-    ("ledger/memory/handlers", "_live", "`_live` (graph catch-up + active-hours clock)"),
-    ("ledger/memory/handlers", "_auto_curate", "`_auto_curate`"),
+    ("ledger/memory/", "_live", "`_live` (graph catch-up + active-hours clock)"),
+    ("ledger/memory/", "_auto_curate", "`_auto_curate`"),
     ("ledger/sessions/grants", "open", "`SessionGrants.open`"),
     ("ledger/memory/recall", "score_blocks", "`recall.score_blocks`"),
     ("ledger/memory/recall", "recollect", "`recall.recollect`"),

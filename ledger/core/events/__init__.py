@@ -1,0 +1,84 @@
+"""The event vocabulary: explicit, frozen, past-tense facts with stable type names and versioned payloads.
+
+Each event class names what happened. ``type_name`` is the stable name stored in the ``events`` table (never a
+module path) and ``schema_version`` the payload version. Payloads stored under an older version are upcast on
+read by the chained functions in ``UPCASTERS``. This package imports nothing of the project but the canonical
+timestamp format.
+
+The base classes are in :mod:`.base`, one module a capability holds its events (:mod:`.keys`, :mod:`.sessions`,
+:mod:`.memory`, :mod:`.anchor`, :mod:`.workflow`, :mod:`.enforcement`), and :mod:`.registry` names them all
+and upcasts; everything is importable from here.
+"""
+
+from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
+from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
+from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
+from ledger.core.events.memory import (
+    Frame,
+    MemoryCurated,
+    MemoryDuplicateRejected,
+    MemoryOutcomeRecorded,
+    MemoryRecalled,
+    MemoryRemembered,
+    MemorySearched,
+)
+from ledger.core.events.registry import (
+    EVENT_TYPES,
+    UPCASTERS,
+    VOCABULARY,
+    UnknownEventType,
+    Upcaster,
+    from_payload,
+    from_payload_json,
+    to_payload,
+)
+from ledger.core.events.sessions import (
+    ComplianceRefused,
+    ComplianceStamped,
+    RefusalReason,
+    SessionEnded,
+    SessionStarted,
+)
+from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
+
+__all__ = [
+    "EVENT_TYPES",
+    "UPCASTERS",
+    "VOCABULARY",
+    "AnchorAttempted",
+    "AnchorLocked",
+    "AnchorRefused",
+    "AnchorUnlocked",
+    "ApiKeyIssued",
+    "ApiKeyRevoked",
+    "ComplianceRefused",
+    "ComplianceStamped",
+    "DomainEvent",
+    "Frame",
+    "KeyRole",
+    "LedgerInitialised",
+    "MemoryCurated",
+    "MemoryDuplicateRejected",
+    "MemoryOutcomeRecorded",
+    "MemoryRecalled",
+    "MemoryRemembered",
+    "MemorySearched",
+    "ParameterChecked",
+    "RecordedEvent",
+    "RefusalReason",
+    "SessionEnded",
+    "SessionStarted",
+    "SigningKeyBound",
+    "TaskCreated",
+    "TaskDnaUpdated",
+    "TaskTransitionRefused",
+    "TaskTransitioned",
+    "TaskWorkRecorded",
+    "Timestamp",
+    "UnknownEventType",
+    "Upcaster",
+    "from_payload",
+    "from_payload_json",
+    "to_payload",
+]

@@ -1,0 +1,40 @@
+"""Events of parameter enforcement: a tool call's parameters checked, and work recorded through a managed tool."""
+
+from typing import Any, ClassVar
+
+from ledger.core.events.base import DomainEvent
+
+
+class ParameterChecked(DomainEvent):
+    """A tool call's parameters were checked: the level applied, the outcome and what was missing or invalid.
+
+    ``passed`` (the parameters were valid) is what progressive enforcement folds; ``allowed`` says whether the
+    call went ahead. ``error`` is set when enforcement itself failed and a ``fail_open`` rule let the call
+    through (outcome ``bypassed``)."""
+
+    type_name: ClassVar[str] = "ParameterChecked"
+    tool: str
+    action: str
+    base_level: str
+    level: str
+    outcome: str
+    passed: bool
+    allowed: bool
+    missing: list[str] = []
+    invalid: dict[str, str] = {}
+    unknown: list[str] = []
+    task_id: str | None = None
+    session_id: str | None = None
+    error: str | None = None
+
+
+class TaskWorkRecorded(DomainEvent):
+    """An agent reported work on a task (or one of its subtasks) through a managed tool: the parameters as
+    given, e.g. ``work_notes`` and ``progress_made`` for ``manage_task.update``."""
+
+    type_name: ClassVar[str] = "TaskWorkRecorded"
+    task_id: str
+    tool: str
+    action: str
+    subtask_id: str | None = None
+    params: dict[str, Any] = {}

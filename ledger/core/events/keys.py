@@ -1,0 +1,49 @@
+"""Events of the ledger's keys: its initialisation, the signing key it is bound to, and API keys issued and
+revoked."""
+
+from typing import ClassVar, Literal
+
+from ledger.core.events.base import DomainEvent
+
+
+class LedgerInitialised(DomainEvent):
+    """The ledger was initialised and bound to the receipt key with this fingerprint."""
+
+    type_name: ClassVar[str] = "LedgerInitialised"
+    receipt_key_id: str
+
+
+class SigningKeyBound(DomainEvent):
+    """The ledger was bound to the Ed25519 key that signs its receipts and checkpoints (public half recorded)."""
+
+    type_name: ClassVar[str] = "SigningKeyBound"
+    key_id: str
+    public_key: str  # raw public key, base64url (the JWK's "x")
+
+
+KeyRole = Literal["agent", "auditor", "admin"]
+
+
+class ApiKeyIssued(DomainEvent):
+    """An API key was issued to an agent with a role; only the key's SHA-256 is recorded.
+
+    v2 replaced the ``admin`` flag of v1 with ``role``: ``agent`` (reads only its own), ``auditor`` (reads
+    everything, changes nothing) or ``admin``.
+    """
+
+    type_name: ClassVar[str] = "ApiKeyIssued"
+    schema_version: ClassVar[int] = 2
+    key_id: str
+    agent: str
+    key_sha256: str
+    role: KeyRole = "agent"
+
+
+class ApiKeyRevoked(DomainEvent):
+    """An API key was revoked: from now on it identifies nobody. ``replaced_by`` names the key that a rotation
+    issued in the same append."""
+
+    type_name: ClassVar[str] = "ApiKeyRevoked"
+    key_id: str
+    reason: str | None = None
+    replaced_by: str | None = None

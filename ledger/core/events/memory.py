@@ -1,0 +1,84 @@
+"""Events of memory: blocks remembered, rejected as duplicates, searched, recalled, curated and given outcomes."""
+
+from typing import ClassVar, Literal
+
+from ledger.core.events.base import DomainEvent, Timestamp
+
+
+class MemoryRemembered(DomainEvent):
+    """A new memory block was stored.
+
+    v3 added ``category`` (v2 blocks are ``knowledge``); v2 made ``tags`` a list (v1 stored one comma-separated
+    string).
+    """
+
+    type_name: ClassVar[str] = "MemoryRemembered"
+    schema_version: ClassVar[int] = 3
+    block_id: str
+    content: str
+    tags: list[str]
+    category: str = "knowledge"
+    session_id: str | None = None
+
+
+class MemoryDuplicateRejected(DomainEvent):
+    """A remember request was rejected because a block with the same normalised content exists."""
+
+    type_name: ClassVar[str] = "MemoryDuplicateRejected"
+    block_id: str
+    session_id: str | None = None
+
+
+class MemorySearched(DomainEvent):
+    """A session searched memory; this issues the session's one-time compliance token."""
+
+    type_name: ClassVar[str] = "MemorySearched"
+    session_id: str
+    query: str
+    limit: int
+    result_ids: list[str]
+    count: int
+    token_expires_at: Timestamp | None = None
+
+
+Frame = Literal["self", "attention", "task"]
+
+
+class MemoryRecalled(DomainEvent):
+    """Blocks were recalled into a frame and brought to the agent; the projection reinforces them and the
+    co-retrieval edges between them. A recall with a query in a session issues the session's token, exactly
+    as a search does."""
+
+    type_name: ClassVar[str] = "MemoryRecalled"
+    session_id: str | None
+    query: str | None
+    frame: Frame
+    top_k: int
+    block_ids: list[str]
+    guaranteed_ids: list[str]
+    tokens: int
+    active_hours: float
+    token_expires_at: Timestamp | None = None
+
+
+class MemoryCurated(DomainEvent):
+    """Curate ran: blocks archived, co-retrieval edges pruned, blocks reinforced, at this many active hours."""
+
+    type_name: ClassVar[str] = "MemoryCurated"
+    trigger: Literal["manual", "auto"]
+    active_hours: float
+    archived: list[str]
+    edges_pruned: list[tuple[str, str]]
+    constitutional_reinforced: list[str]
+    reinforced: list[str]
+
+
+class MemoryOutcomeRecorded(DomainEvent):
+    """An outcome signal in [0, 1] was recorded for blocks: their confidence moves by a Beta update, and a
+    signal below 0.20 doubles their decay rate (capped)."""
+
+    type_name: ClassVar[str] = "MemoryOutcomeRecorded"
+    block_ids: list[str]
+    signal: float
+    session_id: str | None = None
+    note: str | None = None

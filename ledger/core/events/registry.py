@@ -1,0 +1,116 @@
+"""The vocabulary by stable type name, the upcasters that lift stored payloads to the current schema version,
+and the payload conversions the mapper uses."""
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.base import DomainEvent
+from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
+from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
+from ledger.core.events.memory import (
+    MemoryCurated,
+    MemoryDuplicateRejected,
+    MemoryOutcomeRecorded,
+    MemoryRecalled,
+    MemoryRemembered,
+    MemorySearched,
+)
+from ledger.core.events.sessions import ComplianceRefused, ComplianceStamped, SessionEnded, SessionStarted
+from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
+
+VOCABULARY: tuple[type[DomainEvent], ...] = (
+    LedgerInitialised,
+    SigningKeyBound,
+    ApiKeyIssued,
+    ApiKeyRevoked,
+    SessionStarted,
+    SessionEnded,
+    MemoryRemembered,
+    MemoryDuplicateRejected,
+    MemorySearched,
+    MemoryRecalled,
+    MemoryCurated,
+    MemoryOutcomeRecorded,
+    ComplianceStamped,
+    ComplianceRefused,
+    AnchorAttempted,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+    TaskCreated,
+    TaskDnaUpdated,
+    TaskTransitioned,
+    TaskTransitionRefused,
+    ParameterChecked,
+    TaskWorkRecorded,
+)
+EVENT_TYPES: dict[str, type[DomainEvent]] = {cls.type_name: cls for cls in VOCABULARY}
+
+
+# --- upcasting --------------------------------------------------------------------------------------------
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _memory_remembered_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    raw = data.get("tags") or ""
+    tags = [t.strip() for t in raw.split(",") if t.strip()] if isinstance(raw, str) else list(raw)
+    return {**data, "tags": tags}
+
+
+def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "category": data.get("category") or "knowledge"}
+
+
+def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    lifted = {k: v for k, v in data.items() if k != "admin"}
+    return {**lifted, "role": "admin" if data.get("admin") else "agent"}
+
+
+def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "request_id": None}  # requests before v2 carried no id
+
+
+# (type name, stored version) -> function that lifts the payload to version + 1.
+UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
+    ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
+    ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
+    ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
+    ("ComplianceStamped", 1): _request_id_v1_to_v2,
+    ("ComplianceRefused", 1): _request_id_v1_to_v2,
+}
+
+
+class UnknownEventType(ValueError):
+    """A stored event names a type this code does not know."""
+
+
+def to_payload(event: DomainEvent) -> dict[str, Any]:
+    """Return the JSON-ready payload of ``event`` at its current schema version."""
+    return event.model_dump(mode="json")
+
+
+def from_payload(type_name: str, schema_version: int, data: dict[str, Any]) -> DomainEvent:
+    """Upcast a stored payload to the current version of its type and validate it."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is None:
+        raise UnknownEventType(f"unknown event type {type_name!r}")
+    version = schema_version
+    if version < 1:
+        raise UnknownEventType(f"{type_name} has an invalid schema version {schema_version}")
+    while version < cls.schema_version:
+        data = UPCASTERS[(type_name, version)](data)
+        version += 1
+    if version != cls.schema_version:
+        raise UnknownEventType(f"{type_name} v{schema_version} is newer than this code (v{cls.schema_version})")
+    return cls.model_validate(data)
+
+
+def from_payload_json(type_name: str, schema_version: int, data_json: str) -> DomainEvent:
+    """Like :func:`from_payload` for stored JSON text; current-version payloads skip the dict step."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is not None and schema_version == cls.schema_version:
+        return cls.model_validate_json(data_json)
+    return from_payload(type_name, schema_version, json.loads(data_json))

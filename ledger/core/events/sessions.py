@@ -1,0 +1,60 @@
+"""Events of sessions and the compliance gate: a session started and ended, a stamp given or refused."""
+
+from typing import ClassVar, Literal
+
+from ledger.core.events.base import DomainEvent
+
+
+class SessionStarted(DomainEvent):
+    """An agent clocked in and opened a ledger session, with the project context read by the server."""
+
+    type_name: ClassVar[str] = "SessionStarted"
+    session_id: str
+    agent: str
+    role: str
+    working_dir: str | None = None
+    focus: str | None = None
+    branch: str | None = None
+    files: int | None = None
+    phase: str | None = None
+    context_files: list[str] = []
+
+
+class SessionEnded(DomainEvent):
+    """The session's agent clocked out; the session accepts no further actions."""
+
+    type_name: ClassVar[str] = "SessionEnded"
+    session_id: str
+    reason: str = "clock_out"
+
+
+class ComplianceStamped(DomainEvent):
+    """The gate passed: the session's token (issued by the search at ``search_position``) was consumed.
+
+    v2 added ``request_id``: the caller's id for the request, so a retry of it gets this answer again.
+    """
+
+    type_name: ClassVar[str] = "ComplianceStamped"
+    schema_version: ClassVar[int] = 2
+    session_id: str
+    search_position: int
+    count: int
+    stamp: str
+    request_id: str | None = None
+
+
+RefusalReason = Literal["no_search", "token_consumed", "token_expired", "anchor_required", "anchor_locked"]
+
+
+class ComplianceRefused(DomainEvent):
+    """The gate refused a stamp request and told the agent what to do.
+
+    v2 added ``request_id``: the caller's id for the request, so a retry of it gets this answer again.
+    """
+
+    type_name: ClassVar[str] = "ComplianceRefused"
+    schema_version: ClassVar[int] = 2
+    session_id: str
+    reason: RefusalReason
+    message: str
+    request_id: str | None = None

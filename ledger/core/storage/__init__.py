@@ -1,0 +1,40 @@
+"""The event store: one append-only, hash-chained ``events`` table on SQLite or PostgreSQL.
+
+SQLAlchemy Core defines the schema; reads and the append hot path use the driver connection taken from the
+engine's pool (BEGIN IMMEDIATE on SQLite, a transaction-level advisory lock on PostgreSQL), because a single
+hash chain needs a total order anyway and it keeps positions gapless. Writers of several processes on one SQLite
+file queue on a fair lock file beside it (``<db>.writelock``) rather than in SQLite's sleeping busy handler, and
+concurrent appends of one process share one transaction (group commit). Driver errors are translated here into
+the ledger's own errors.
+
+One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine`
+(engines and their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock),
+:mod:`.connection` (write transactions and read cursors), :mod:`.group_commit` (appends), :mod:`.reads`
+(reads, paging and verify) and :mod:`.store` (the :class:`SqlEventStore` they make).
+"""
+
+from ledger.core.storage.driver_errors import classify_driver_error, translate_errors
+from ledger.core.storage.engine import SQLITE_CACHE_KIB, make_engine, normalise_url
+from ledger.core.storage.fair_lock import _write_lock_path
+from ledger.core.storage.group_commit import MAX_GROUP
+from ledger.core.storage.reads import StreamState
+from ledger.core.storage.schema import APPEND_LOCK, EVENTS, INDEX_LOCK, SNAPSHOT_LOCK
+from ledger.core.storage.store import PROBE_LOCK_SECONDS, Probe, SqlEventStore
+
+__all__ = [
+    "APPEND_LOCK",
+    "EVENTS",
+    "INDEX_LOCK",
+    "MAX_GROUP",
+    "PROBE_LOCK_SECONDS",
+    "SNAPSHOT_LOCK",
+    "SQLITE_CACHE_KIB",
+    "Probe",
+    "SqlEventStore",
+    "StreamState",
+    "_write_lock_path",
+    "classify_driver_error",
+    "make_engine",
+    "normalise_url",
+    "translate_errors",
+]

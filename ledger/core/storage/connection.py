@@ -1,0 +1,96 @@
+"""The store's connection to its database: the dialect's paramstyle, serialised write transactions (the fair
+lock, BEGIN IMMEDIATE or an advisory lock) and pooled cursors for reads."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from ledger.core.limits import Timeouts
+from ledger.core.storage.driver_errors import translate_errors
+from ledger.core.storage.fair_lock import _FairFileLock, _write_lock_path, fcntl
+from ledger.core.storage.schema import _LEDGER_OID, APPEND_LOCK
+
+
+class StoreConnection:
+    """The engine of one store, its write transactions and its read cursors; the base of the store's parts."""
+
+    def __init__(self, engine: Engine, timeouts: Timeouts | None = None, *, fair_lock: bool = True) -> None:
+        self.engine = engine
+        self.timeouts = timeouts or Timeouts()
+        self.dialect = engine.dialect.name
+        self._ph = "?" if self.dialect == "sqlite" else "%s"
+        lock_path = _write_lock_path(engine) if fair_lock and fcntl is not None else None
+        self._write_lock = _FairFileLock(lock_path) if lock_path else None
+
+    def sql(self, text: str) -> str:
+        """Adapt a statement written with ``?`` placeholders to the driver's paramstyle."""
+        return text if self._ph == "?" else text.replace("?", "%s")
+
+    @contextlib.contextmanager
+    def write_transaction(self, lock: int = APPEND_LOCK) -> Iterator[Any]:
+        """Yield a DBAPI cursor inside a serialised write transaction; commit on success, roll back on error.
+
+        The wait for the lock is bounded (``timeouts.lock``): past it :class:`StoreBusy`, nothing written. On a
+        SQLite file, writers of every process first queue for its fair lock (:class:`_FairFileLock`), held until
+        the transaction has committed or rolled back.
+        """
+        write_lock = self._take_write_lock()
+        try:
+            with translate_errors(self.dialect):
+                conn = self.engine.raw_connection()
+                try:
+                    cur = conn.cursor()
+                    try:
+                        if self.dialect == "sqlite":
+                            cur.execute("BEGIN IMMEDIATE")
+                        else:
+                            # One round trip (simple protocol: no parameters); an advisory lock wait honours
+                            # lock_timeout. LOCAL: these limits end with the transaction.
+                            cur.execute(
+                                f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}; "
+                                f"SET LOCAL statement_timeout = {self.timeouts.statement_ms}; "
+                                f"SELECT pg_advisory_xact_lock({_LEDGER_OID}, {int(lock)})"
+                            )
+                        yield cur
+                    except BaseException:
+                        conn.rollback()
+                        raise
+                    conn.commit()
+                finally:
+                    conn.close()
+        finally:
+            if write_lock is not None:
+                write_lock.release()
+
+    def _take_write_lock(self) -> _FairFileLock | None:
+        """Take the SQLite file's fair lock, if it has one; ``None`` when there is none to take."""
+        write_lock = self._write_lock
+        if write_lock is None:
+            return None
+        try:
+            write_lock.acquire(self.timeouts.lock)
+        except OSError:
+            # The lock file cannot be created (a read-only directory, say): SQLite's busy handler alone serialises
+            # this store's writers, as it did before the fair lock.
+            self._write_lock = None
+            return None
+        return write_lock
+
+    @contextlib.contextmanager
+    def _read_cursor(self) -> Iterator[Any]:
+        """A DBAPI cursor for reads (cheaper than SQLAlchemy result rows on the replay path)."""
+        with translate_errors(self.dialect):
+            conn = self.engine.raw_connection()
+            try:
+                yield conn.cursor()
+            finally:
+                conn.close()  # the pool rolls back whatever read transaction the driver opened
+
+    def read_cursor(self) -> contextlib.AbstractContextManager[Any]:
+        """A DBAPI cursor on a pooled connection for reads (derived read models use it too); driver errors are
+        translated into the ledger's own."""
+        return self._read_cursor()

@@ -1,0 +1,74 @@
+"""Engines for the event store: a database URL normalised, SQLite's pragmas and PostgreSQL's session limits."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import Engine
+
+from ledger.core.errors import InvalidInput
+from ledger.core.limits import Timeouts
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` / ``postgres://`` URLs and a bare SQLite file path; pick psycopg 3."""
+    if url.startswith(("postgres://", "postgresql://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if "://" not in url:
+        return f"sqlite:///{Path(url).expanduser()}"
+    return url
+
+
+SQLITE_CACHE_KIB = 512
+"""Page cache per SQLite connection, in KiB (SQLite's default is 2,048)."""
+
+
+def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | None = None) -> Engine:
+    """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits).
+
+    Waits are bounded by ``timeouts``: SQLite's busy wait (a writer waiting for another's write lock), and on
+    PostgreSQL a session-level ``lock_timeout`` / ``statement_timeout`` for every statement (write transactions
+    also set them ``LOCAL``, which holds behind a transaction-pooling proxy too). ``pool_size`` gives a small
+    pool of its own, e.g. for the health probe.
+    """
+    timeouts = timeouts or Timeouts()
+    url = normalise_url(url)
+    pool: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
+    if url.startswith("sqlite"):
+        database = sa.engine.make_url(url).database
+        if not database or database == ":memory:":
+            raise InvalidInput(
+                "an in-memory SQLite database cannot hold a ledger shared between connections",
+                "give a file path, e.g. sqlite:///./ledger.db",
+            )
+        if not database.startswith("file:"):  # a URI filename (mode=ro, ...) names an existing database
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": timeouts.lock}, **pool)
+
+        @sa_event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we issue BEGIN IMMEDIATE ourselves
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA synchronous=FULL")
+            dbapi_conn.execute(f"PRAGMA busy_timeout={timeouts.lock_ms}")
+            # Each pooled connection keeps its own page cache (2 MiB by default), and another connection's write
+            # empties it at the next read anyway; the OS page cache holds the file once for all of them.
+            dbapi_conn.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+
+        return engine
+    if url.startswith("postgresql"):
+        engine = sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5}, **pool)
+
+        @sa_event.listens_for(engine, "connect")
+        def _limits(dbapi_conn: Any, _record: Any) -> None:
+            # Session-wide, so reads and DDL are bounded too (a URL's ``options`` such as search_path stay).
+            with dbapi_conn.cursor() as cur:
+                cur.execute(f"SET lock_timeout = {timeouts.lock_ms}; SET statement_timeout = {timeouts.statement_ms}")
+            dbapi_conn.commit()
+
+        return engine
+    raise InvalidInput(f"unsupported database URL {url!r}", "use sqlite:///PATH or postgresql://USER@HOST/DB")

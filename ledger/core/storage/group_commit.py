@@ -1,0 +1,331 @@
+"""Appends with group commit: concurrent appends of one process queue, and a leader writes them in one
+transaction, each checked against its own expected version and chained after the one before it."""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ledger.core import clock as _clock
+from ledger.core.canonical import format_ts, parse_ts
+from ledger.core.chain import GENESIS_HASH, chain_rows
+from ledger.core.errors import ConcurrencyError
+from ledger.core.events import DomainEvent, RecordedEvent
+from ledger.core.mapper import encode, encode_meta
+from ledger.core.storage.connection import StoreConnection
+from ledger.core.storage.driver_errors import classify_driver_error
+from ledger.core.storage.schema import (
+    _COLUMNS,
+    _INSERT_CHUNK,
+    _VERSION_AND_HEAD,
+    _guarded_insert_sql,
+    _insert_rows_sql,
+    _versions_and_head_sql,
+)
+
+
+def _copy_error(exc: BaseException) -> BaseException:
+    try:
+        twin = copy.copy(exc)
+    except Exception:  # an exception class that cannot be rebuilt from its args: share the one instance
+        return exc
+    twin.__cause__ = exc.__cause__
+    return twin
+
+
+def _held_lock() -> Any:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+class _MemberRefused(Exception):
+    """The database refused a row of a group written at once: write the group again, one member at a time."""
+
+
+MAX_GROUP = 64
+"""Most appends one group commit takes (each keeps its own version check, result and error)."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One append waiting for a group commit: what to write, then its rows or its error."""
+
+    stream: str
+    expected_version: int
+    events: Sequence[DomainEvent]
+    encoded: list[tuple[str, int, str]]
+    meta: dict[str, Any]
+    meta_json: str
+    rows: list[tuple[Any, ...]] | None = None
+    recorded_at: _dt.datetime | None = None
+    error: BaseException | None = None
+    done: bool = False
+    # Held while the append waits in the queue; the leader releases it when the append is done or leads next.
+    # One lock per waiter wakes exactly that thread (a shared condition woke every waiter for every group).
+    wake: Any = None
+
+    def outcome(self) -> list[RecordedEvent]:
+        if self.error is not None:
+            raise self.error
+        assert self.rows is not None and self.recorded_at is not None
+        # Build the result from the typed events already in hand instead of decoding the rows again.
+        at = self.recorded_at
+        meta = MappingProxyType(dict(self.meta))
+        return [
+            RecordedEvent(r[0], self.stream, r[2], at, meta, e, r[9])
+            for r, e in zip(self.rows, self.events, strict=True)
+        ]
+
+
+class GroupCommit(StoreConnection):
+    """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring)."""
+
+    def _init_group_commit(self, clock: _clock.Clock, group_limit: int) -> None:
+        """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""
+        self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
+        self._clock = clock
+        self._insert_one = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        self._queue: list[_Pending] = []  # appends waiting for a group commit, in arrival order
+        self._mutex = threading.Lock()  # guards _queue and _leading (held for list operations only)
+        self._leading = False  # a thread is writing a group; while it is, new appends queue behind it
+        # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
+        # None when unknown. Only the leader reads or sets it.
+        self._head: tuple[int, str, str] | None = None
+        self._guard = True  # whether the next group tries the guarded insert (see _write_group)
+
+    def append(
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[DomainEvent],
+        meta: dict[str, Any],
+    ) -> list[RecordedEvent]:
+        """Append ``events`` to ``stream`` if it is still at ``expected_version``; all or nothing.
+
+        Raises :class:`ConcurrencyError` when another writer got there first. Returns the recorded events
+        with their positions and hashes.
+        """
+        if not events:
+            return []
+        # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
+        pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
+        with self._mutex:
+            self._queue.append(pending)
+            lead = not self._leading
+            if lead:
+                self._leading = True
+            else:
+                pending.wake = _held_lock()
+        if not lead:
+            pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
+            if pending.done:
+                return pending.outcome()
+        self._lead()
+        return pending.outcome()
+
+    def _lead(self) -> None:
+        """Commit a group led by this thread's append (the first queued), then hand the lead to the first append
+        queued meanwhile."""
+        group: list[_Pending] = []
+        try:
+            group = self._commit_queued()
+        finally:
+            with self._mutex:
+                successor = self._queue[0] if self._queue else None
+                if successor is None:
+                    self._leading = False
+            for p in group:
+                p.done = True
+                if p.wake is not None:
+                    p.wake.release()
+            if successor is not None:
+                successor.wake.release()  # not done: it leads
+
+    def _commit_queued(self) -> list[_Pending]:
+        """Take the write lock, then the appends queued by then (up to ``group_limit``), and write them in one
+        transaction; return them, each ended with its rows or its error.
+
+        The group is taken once the lock is held, so every append that queued while the leader waited for it
+        (behind other processes, or behind the last group's fsync) joins: the more writers wait, the larger the
+        groups. The fast path writes every member's rows in one statement. If the database refuses a row (rare:
+        the ledger checks what it can before it appends), the transaction is rolled back and the group is
+        written again member by member, each under a savepoint, so only the refused member fails."""
+        group: list[_Pending] = []
+
+        def take() -> list[_Pending]:
+            with self._mutex:
+                group.extend(self._queue[: self.group_limit])
+                del self._queue[: self.group_limit]
+            return group
+
+        try:
+            try:
+                with self.write_transaction() as cur:
+                    head = self._write_group(cur, take(), one_by_one=False)
+            except _MemberRefused:
+                self._head = None
+                for p in group:
+                    p.rows, p.error, p.recorded_at = None, None, None
+                with self.write_transaction() as cur:
+                    head = self._write_group(cur, group, one_by_one=True)
+            self._head = head
+        except BaseException as exc:
+            # Nothing of the group was committed: every member that had not failed alone fails with the group
+            # (each its own copy of the error, as each is raised in its own thread). If the lock was never had,
+            # the appends queued by now fail with its error: they waited as long as the leader did.
+            self._head = None
+            for p in group or take():
+                if p.error is None:
+                    p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
+        return group
+
+    def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
+        """Each stream's version and the chain head, in one round trip (index probes only)."""
+        if len(group) == 1:
+            cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
+            actual, position, digest, last_at = cur.fetchone()
+            return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
+        streams = sorted({p.stream for p in group})
+        cur.execute(self.sql(_versions_and_head_sql(len(streams))), [s for stream in streams for s in (stream, stream)])
+        versions: dict[str, int] = {}
+        head: tuple[int, str, str] = (0, GENESIS_HASH, "")
+        for name, number, digest, last_at in cur.fetchall():
+            if name is None:
+                head = (int(number), digest, last_at)
+            else:
+                versions[name] = int(number)
+        return versions, head
+
+    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> tuple[int, str, str]:
+        """Chain and insert the rows of every member whose version check passes; return the new head.
+
+        On SQLite, when this store wrote the head it knows (no other writer has appended since, as far as it
+        knows), the group is written without reading anything first: the first insert statement itself checks,
+        inside the transaction, that the head is still that one and every stream is at the version assumed
+        (its first member's ``expected_version``), and inserts nothing otherwise. Then the versions and the
+        head are read and the group is planned again. Either way every check is made under the write lock.
+
+        While other writers keep appending between this store's commits (processes taking turns on one file),
+        the guarded insert would fail every time, so it is skipped until a read shows the head this store left."""
+        if not one_by_one and self._head is not None and self._guard and self.dialect == "sqlite":
+            assumed: dict[str, int] = {}
+            for p in group:
+                assumed.setdefault(p.stream, p.expected_version)
+            head = self._plan_and_insert(cur, group, assumed, self._head, one_by_one=False, guarded=True)
+            if head is not None:
+                return head
+        versions, known = self._versions_and_head(cur, group)
+        self._guard = known == self._head  # False: another writer appended since this store's last commit
+        head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
+        assert head is not None  # an unguarded write inserts or raises
+        return head
+
+    def _plan_and_insert(
+        self,
+        cur: Any,
+        group: list[_Pending],
+        versions: dict[str, int],
+        head: tuple[int, str, str],
+        *,
+        one_by_one: bool,
+        guarded: bool,
+    ) -> tuple[int, str, str] | None:
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them. ``guarded``:
+        ``versions`` and ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member
+        touched) when they no longer hold."""
+        position, prev_hash, last_at = head
+        assumed, versions = versions, dict(versions)
+        # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
+        # so "as of T" is always a prefix of the log.
+        recorded_at = max(format_ts(self._clock()), last_at)
+        planned: list[tuple[_Pending, list[tuple[Any, ...]]]] = []
+        lost: list[tuple[_Pending, ConcurrencyError]] = []  # guarded: their errors hold only if the guard does
+        all_rows: list[tuple[Any, ...]] = []
+        for p in group:
+            actual = versions[p.stream]
+            if actual != p.expected_version:
+                error = ConcurrencyError(p.stream, p.expected_version, actual)
+                if guarded:
+                    lost.append((p, error))
+                else:
+                    p.error = error
+                continue
+            rows = chain_rows(
+                position=position,
+                version=actual,
+                stream=p.stream,
+                recorded_at=recorded_at,
+                prev_hash=prev_hash,
+                meta_json=p.meta_json,
+                encoded=p.encoded,
+            )
+            if one_by_one:
+                try:
+                    cur.execute("SAVEPOINT group_member")
+                    self._insert(cur, rows)
+                    cur.execute("RELEASE SAVEPOINT group_member")
+                except Exception as exc:
+                    cur.execute("ROLLBACK TO SAVEPOINT group_member")
+                    cur.execute("RELEASE SAVEPOINT group_member")
+                    p.error = classify_driver_error(exc, self.dialect) or exc
+                    continue
+            else:
+                all_rows.extend(rows)
+            planned.append((p, rows))
+            versions[p.stream] = rows[-1][2]
+            position, prev_hash = rows[-1][0], rows[-1][9]
+        if all_rows:
+            try:
+                if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
+                    return None
+            except Exception as exc:
+                if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
+                    raise _MemberRefused from exc
+                raise
+        at = parse_ts(recorded_at)
+        for p, rows in planned:
+            p.rows, p.recorded_at = rows, at
+        for p, lost_race in lost:
+            p.error = lost_race
+        return position, prev_hash, recorded_at
+
+    def _insert(
+        self, cur: Any, rows: list[tuple[Any, ...]], guard: tuple[tuple[int, str, str], dict[str, int]] | None = None
+    ) -> bool:
+        """Insert ``rows`` in position order. On SQLite one multi-row statement per chunk: each statement step
+        releases Python's GIL, and under concurrent writers getting it back cost more than the insert itself.
+
+        ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
+        inserts only if they still hold; ``False`` when it inserted nothing."""
+        if guard is not None:
+            (position, digest, _), streams = guard
+            chunk = rows[:_INSERT_CHUNK]
+            cur.execute(
+                _guarded_insert_sql(len(chunk)),
+                [
+                    *(value for row in chunk for value in row),
+                    digest if position else None,
+                    json.dumps(streams),
+                ],
+            )
+            if cur.rowcount != len(chunk):
+                return False
+            rows = rows[_INSERT_CHUNK:]
+        if not rows:
+            return True
+        if len(rows) == 1:
+            cur.execute(self._insert_one, rows[0])
+        elif self.dialect != "sqlite":
+            cur.executemany(self._insert_one, rows)
+        else:
+            for start in range(0, len(rows), _INSERT_CHUNK):
+                chunk = rows[start : start + _INSERT_CHUNK]
+                cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        return True

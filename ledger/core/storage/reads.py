@@ -1,0 +1,203 @@
+"""Reading the event store: a stream for a decision, records by position, paged iteration in position order,
+and the full verification of the hash chain."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.canonical import format_ts
+from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, verify_chain
+from ledger.core.events import RecordedEvent
+from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
+from ledger.core.storage.connection import StoreConnection
+from ledger.core.storage.driver_errors import translate_errors
+from ledger.core.storage.schema import _COLUMNS, _META_AGENT
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState:
+    """A stream's events and its current version, loaded for a decision."""
+
+    stream: str
+    version: int
+    events: list[RecordedEvent]
+
+
+class StoreReads(StoreConnection):
+    """The read side of :class:`~ledger.core.storage.store.SqlEventStore`: every read sees only rows on the chain's
+    positions."""
+
+    def _select(
+        self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
+    ) -> list[StoredRecord]:
+        return [StoredRecord(*r) for r in self._rows(_COLUMNS, conditions, params, order, limit)]
+
+    def _rows(
+        self,
+        columns: str,
+        conditions: str = "",
+        params: Sequence[Any] = (),
+        order: str = "position",
+        limit: int | None = None,
+        *,
+        after: int = 0,
+    ) -> list[tuple[Any, ...]]:
+        # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
+        # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
+        # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
+        text = f"SELECT {columns} FROM events WHERE position > ?{' AND ' + conditions if conditions else ''}"
+        text += f" ORDER BY {order}"
+        if limit is not None:
+            text += f" LIMIT {int(limit)}"
+        with self._read_cursor() as cur:
+            cur.execute(self.sql(text), (max(after, 0), *params))
+            rows: list[tuple[Any, ...]] = cur.fetchall()
+            return rows
+
+    def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
+        """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
+        records = self._select("stream = ? AND version > ?", (stream, after_version), order="version")
+        events = [decode(r) for r in records]
+        return StreamState(stream, events[-1].version if events else after_version, events)
+
+    def get(self, position: int) -> StoredRecord | None:
+        rows = self._select("position = ?", (position,))
+        return rows[0] if rows else None
+
+    def records_at(self, positions: Sequence[int]) -> dict[int, StoredRecord]:
+        """The records at ``positions`` (those that exist), by position: a few rows by primary key."""
+        wanted = sorted({int(p) for p in positions})
+        found: dict[int, StoredRecord] = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            for r in self._select(f"position IN ({', '.join('?' for _ in chunk)})", chunk):
+                found[r.position] = r
+        return found
+
+    def head(self) -> tuple[int, str]:
+        """Return the last position and its hash (``0`` and the genesis hash for an empty ledger)."""
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                "SELECT position, hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
+            ).fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+
+    def position_as_of(self, as_of: _dt.datetime) -> int:
+        """The last position recorded at or before ``as_of`` (0 if none)."""
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                self.sql("SELECT MAX(position) FROM events WHERE position >= 1 AND recorded_at <= ?"),
+                (format_ts(as_of),),
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def iter_records(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[StoredRecord]:
+        """Yield stored records in position order, paging by position (no long-lived cursor).
+
+        ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
+        one agent's events never needs the others)."""
+        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size):
+            yield from itertools.starmap(StoredRecord, page)
+
+    def iter_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[RecordedEvent]:
+        """Yield typed events in position order (upcast on read), filtered and paged as :meth:`iter_records`.
+
+        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between)."""
+        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size):
+            yield from itertools.starmap(decode_row, page)
+
+    def _pages(
+        self,
+        columns: str,
+        after: int,
+        until: int | None,
+        stream: str | None,
+        types: Sequence[str] | None,
+        agent: str | None,
+        batch_size: int,
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Pages of rows (``columns``, position first) after ``after``, each its own query from the last
+        position of the one before."""
+        while True:
+            clauses: list[str] = []
+            params: list[Any] = []
+            if until is not None:
+                clauses.append("position <= ?")
+                params.append(until)
+            if stream is not None:
+                clauses.append("stream = ?")
+                params.append(stream)
+            if types:
+                clauses.append(f"type IN ({', '.join('?' for _ in types)})")
+                params.extend(types)
+            if agent is not None:
+                clauses.append(_META_AGENT[self.dialect] + " = ?")
+                params.append(agent)
+            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size, after=after)
+            if page:
+                yield page
+            if len(page) < batch_size:
+                return
+            after = page[-1][0]
+
+    def verify(self, progress: Callable[[int], None] | None = None, batch_size: int = 5000) -> ChainReport:
+        """Recompute the whole hash chain; report the first position where it breaks.
+
+        Besides each link, the table must hold exactly the positions 1..head: a row outside them (forced in
+        behind the triggers) is reported even though no read ever obeys it.
+        """
+        head, _ = self.head()
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            outside, rows = conn.exec_driver_sql(
+                self.sql("SELECT MIN(position), COUNT(*) FROM events WHERE position <= ?"), (head,)
+            ).one()
+        if outside is not None and outside < 1:
+            return ChainReport(
+                False, 0, 0, int(outside), f"a row at position {outside} lies outside 1..{head}: it is off the chain"
+            )
+
+        def records() -> Iterator[StoredRecord]:
+            # Up to the head read above: events appended while verify runs are not part of this check.
+            for i, rec in enumerate(self.iter_records(until=head, batch_size=batch_size), 1):
+                if progress and i % 1000 == 0:
+                    progress(i)
+                yield rec
+
+        report = verify_chain(records())
+        if progress:
+            progress(report.checked)
+        if report.ok and report.head_position != head:
+            return ChainReport(
+                False,
+                report.checked,
+                report.head_position,
+                report.head_position + 1,
+                "the chain ends before the table's last position",
+            )
+        if report.ok and rows != head:
+            return ChainReport(
+                False, report.checked, head, None, f"the table holds {rows} rows for the positions 1..{head}"
+            )
+        return report

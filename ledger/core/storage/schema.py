@@ -1,0 +1,137 @@
+"""The ``events`` table: its schema, the append-only and hash-chain triggers, the advisory-lock keys that
+serialise writers on PostgreSQL, and the SQL texts the store runs."""
+
+from __future__ import annotations
+
+import functools
+
+import sqlalchemy as sa
+
+from ledger.core.chain import GENESIS_HASH
+
+# PostgreSQL serialises writers with a transaction-level advisory lock in its two-int form: the first int is
+# the oid of this ledger's ``events`` table (so ledgers in different schemas of one database never wait for each
+# other), the second names what is serialised. Every node of one ledger must compute the same key, i.e. run
+# the same version: a node still taking the old single-key lock would not exclude a new one.
+APPEND_LOCK = 0x6C656467  # "ledg": appends to the events table
+INDEX_LOCK = 0x6D656D69  # "memi": search index maintenance
+SNAPSHOT_LOCK = 0x736E6170  # "snap": projection snapshot writes (ledger.snapshots)
+_LEDGER_OID = "'events'::regclass::oid::int4"  # oid is unsigned; the int4 cast wraps, and stays unique
+
+
+# The ``events`` table. Only this package knows it; everything else sees typed events. SQLAlchemy Core, not a
+# SQLModel class: the schema is all it is used for (reads and appends go through the driver), and SQLModel
+# pulled in the ORM at import (~50 ms and ~11 MB per process; docs/DESIGN_NOTES.md).
+_METADATA = sa.MetaData()
+EVENTS = sa.Table(
+    "events",
+    _METADATA,
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("stream", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("type", sa.Text, nullable=False, index=True),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("meta", sa.Text, nullable=False),
+    sa.Column("recorded_at", sa.Text, nullable=False, index=True),
+    sa.Column("prev_hash", sa.Text, nullable=False),
+    sa.Column("hash", sa.Text, nullable=False),
+    sa.UniqueConstraint("stream", "version", name="events_stream_version"),
+)
+
+
+_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+
+# A stream's version: the (stream, version) index walked backwards, one row read however long the stream is
+# (MAX(version) with the position filter read every row of the stream).
+_STREAM_VERSION = "SELECT version FROM events WHERE stream = ? AND position >= 1 ORDER BY version DESC LIMIT 1"
+_VERSION_AND_HEAD = (
+    f"SELECT COALESCE(({_STREAM_VERSION}), 0), head.position, "
+    "head.hash, head.recorded_at FROM (SELECT 1 AS one) AS anchor LEFT JOIN "
+    "(SELECT position, hash, recorded_at FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head "
+    "ON anchor.one = 1"
+)
+
+_CHAIN_MESSAGE = "events is a hash chain: a new row must extend it (position = head + 1, prev_hash = head hash)"
+
+# The agent named in an event's metadata (``meta`` is canonical JSON text on both backends).
+_META_AGENT = {"sqlite": "json_extract(meta, '$.agent')", "postgresql": "(meta::json ->> 'agent')"}
+
+_TRIGGERS = {
+    "sqlite": [
+        """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END""",
+        """CREATE TRIGGER IF NOT EXISTS events_reject_delete BEFORE DELETE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE rejected'); END""",
+        # Both lookups are primary-key probes. The previous row is position - 1 once the position is head + 1.
+        f"""CREATE TRIGGER IF NOT EXISTS events_require_chain BEFORE INSERT ON events
+           BEGIN SELECT RAISE(ABORT, '{_CHAIN_MESSAGE}')
+           WHERE NEW.position IS NOT (SELECT COALESCE(MAX(position), 0) + 1 FROM events WHERE position >= 1)
+              OR NEW.prev_hash IS NOT COALESCE(
+                   (SELECT hash FROM events WHERE position = NEW.position - 1 AND position >= 1), '{GENESIS_HASH}');
+           END""",
+    ],
+    "postgresql": [
+        """CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION USING MESSAGE = 'events is append-only: ' || TG_OP || ' rejected'; END $$""",
+        "DROP TRIGGER IF EXISTS events_reject_change ON events",
+        """CREATE TRIGGER events_reject_change BEFORE UPDATE OR DELETE ON events
+           FOR EACH ROW EXECUTE FUNCTION events_reject_change()""",
+        "DROP TRIGGER IF EXISTS events_reject_truncate ON events",
+        """CREATE TRIGGER events_reject_truncate BEFORE TRUNCATE ON events
+           FOR EACH STATEMENT EXECUTE FUNCTION events_reject_change()""",
+        # search_path is pinned to the schema the ledger was created in, so ``events`` is always this table.
+        f"""CREATE OR REPLACE FUNCTION events_require_chain() RETURNS trigger LANGUAGE plpgsql
+           SET search_path FROM CURRENT AS $$
+           DECLARE head_position bigint; head_hash text;
+           BEGIN
+             SELECT position, hash INTO head_position, head_hash FROM events WHERE position >= 1
+               ORDER BY position DESC LIMIT 1;
+             IF NOT FOUND THEN head_position := 0; head_hash := '{GENESIS_HASH}'; END IF;
+             IF NEW.position IS DISTINCT FROM head_position + 1 OR NEW.prev_hash IS DISTINCT FROM head_hash THEN
+               RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation', MESSAGE = '{_CHAIN_MESSAGE}';
+             END IF;
+             RETURN NEW;
+           END $$""",
+        "DROP TRIGGER IF EXISTS events_require_chain ON events",
+        """CREATE TRIGGER events_require_chain BEFORE INSERT ON events
+           FOR EACH ROW EXECUTE FUNCTION events_require_chain()""",
+    ],
+}
+
+
+# Rows per multi-row INSERT on SQLite: 10 parameters a row stays under the oldest SQLite's 999-parameter limit,
+# and statement texts of 1..64 rows stay within the driver's statement cache.
+_INSERT_CHUNK = 64
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _insert_rows_sql(rows: int) -> str:
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO events ({_COLUMNS}) VALUES {values}"
+
+
+@functools.lru_cache(maxsize=_INSERT_CHUNK)
+def _guarded_insert_sql(rows: int) -> str:
+    """Insert ``rows`` only if the head's hash is still the parameter after the rows (NULL: an empty ledger) and
+    every stream of the JSON object after that is still at its version (each check an index probe). SQLite runs
+    the VALUES list as a co-routine, so rows go in in the order given (no sort), as the chain trigger requires."""
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return (
+        f"INSERT INTO events ({_COLUMNS}) SELECT * FROM (VALUES {values}) WHERE "
+        "(SELECT hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) IS ? AND NOT EXISTS "
+        "(SELECT 1 FROM json_each(?) AS expected WHERE expected.value IS NOT COALESCE((SELECT version FROM events "
+        "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0))"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _versions_and_head_sql(streams: int) -> str:
+    """One statement for a group: a row per stream (name, version) and the head's row (NULL, position, hash,
+    recorded_at), each an index probe."""
+    head = (
+        "SELECT NULL, position, hash, recorded_at FROM (SELECT position, hash, recorded_at FROM events "
+        "WHERE position >= 1 ORDER BY position DESC LIMIT 1) AS head"
+    )
+    versions = [f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0), NULL, NULL" for _ in range(streams)]
+    return " UNION ALL ".join([head, *versions])

@@ -1,0 +1,180 @@
+"""Memory reads: the live block graph each process keeps caught up from the log (or one replayed to a moment or
+position), and the reads over it: blocks listed with their scores, one block with its history, texts and stats."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import threading
+from collections.abc import Iterator, Sequence
+
+from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
+from ledger.core.events import MemoryRemembered, RecordedEvent
+from ledger.core.mapper import decode
+from ledger.kernel import Kernel
+from ledger.memory import decisions as memory
+from ledger.memory import recall as rc
+from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, MemoryStats
+from projections import decay
+from projections import memory as memory_proj
+from projections.active_hours import ActiveClock
+from projections.memory import MemoryGraph
+from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
+
+MEMORY_EVENT_TYPES = (
+    "MemoryRemembered",
+    "MemoryDuplicateRejected",
+    "MemoryRecalled",
+    "MemoryCurated",
+    "MemoryOutcomeRecorded",
+)
+
+
+def _memory_runner() -> ProjectionRunner:
+    return ProjectionRunner([MEMORY, ACTIVE_TIME])
+
+
+class MemoryReads:
+    """The live memory graph (restored from a snapshot, caught up from the log) and the block reads; the base of
+    :class:`~ledger.memory.handlers.MemoryCommands`."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._memory = _memory_runner()
+        self._memory_lock = threading.Lock()
+
+    # --- the live graph -----------------------------------------------------------------------------------
+
+    def _live(self) -> tuple[MemoryGraph, ActiveClock]:
+        """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
+        self.kernel.snapshots.catch_up(self._memory, lambda after: self.kernel.store.iter_events(after))
+        clock = self._memory.active_clock(self.kernel.clock(), self.kernel.config.idle_timeout)
+        return self._memory.memory(), clock
+
+    @contextlib.contextmanager
+    def _graph(
+        self, as_of: _dt.datetime | None, position: int | None
+    ) -> Iterator[tuple[MemoryGraph, ActiveClock, int, _dt.datetime]]:
+        """The live graph (under the lock) or one replayed to a moment or position, with its clock."""
+        until = self.kernel.until(as_of, position)
+        if until is None:
+            with self._memory_lock:
+                graph, clock = self._live()
+                yield graph, clock, graph.position, clock.at
+            return
+        runner = self.kernel.snapshots.replay_to(_memory_runner(), self.kernel.store.iter_events, until)
+        moment = as_of or runner.last_recorded_at or self.kernel.clock()
+        yield runner.memory(), runner.active_clock(moment, self.kernel.config.idle_timeout), until, moment
+
+    def constitutional_block_count(self) -> int:
+        """How many memory blocks carry ``self/constitutional`` (archived or not)."""
+        with self._memory_lock:
+            graph, _ = self._live()
+            return sum(1 for b in graph.blocks.values() if b.constitutional)
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def memory_blocks(
+        self,
+        *,
+        tag: str | None = None,
+        tier: str | None = None,
+        archived: bool | None = False,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        limit: int = 100,
+    ) -> BlockList:
+        """Blocks (by default the live ones) as of a moment, best composite score first, with breakdowns.
+
+        Scores use the attention weights without similarity and are normalised within the listed set.
+        """
+        if tier is not None and tier not in {t.value for t in decay.Tier}:
+            raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
+        limit = memory.check_limit(limit)
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            chosen = [
+                b
+                for b in graph.blocks.values()
+                if (tag is None or b.has_tag(tag))
+                and (tier is None or b.tier == tier)
+                and (archived is None or b.archived == archived)
+            ]
+            ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
+        page = ranked[:limit]
+        texts = self.block_texts([s.block for s in page])
+        return BlockList(
+            as_of=moment,
+            position=until,
+            active_hours=round(clock.now, 6),
+            count=len(ranked),
+            blocks=[BlockOut.of(s, texts[s.block.block_id]) for s in page],
+        )
+
+    def memory_block(
+        self, block_id: str, *, as_of: _dt.datetime | None = None, position: int | None = None
+    ) -> BlockDetail:
+        """One block scored against every live block, with every event that touched it."""
+        with self._graph(as_of, position) as (graph, clock, until, moment):
+            block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
+            if block is None:
+                raise NotFound(
+                    f"block {block_id} does not exist (at that point)",
+                    "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
+                )
+            scored = score_one(graph, clock, block)
+        history = [
+            _history_entry(rec)
+            for rec in self.kernel.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
+            if block_id in memory_proj.block_ids_of(rec)
+        ]
+        texts = self.block_texts([scored.block])
+        return BlockDetail(block=BlockOut.of(scored, texts[block_id]), history=history, as_of=moment, position=until)
+
+    def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+        """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps
+        only what scoring needs. A text missing from the log fails closed: the log is damaged."""
+        records = self.kernel.store.records_at([b.origin for b in blocks])
+        texts: dict[str, str] = {}
+        for b in blocks:
+            record = records.get(b.origin)
+            event = decode(record).event if record is not None else None
+            if not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
+                raise StoreUnavailable(
+                    f"the text of block {b.block_id} is not at position {b.origin} of the log",
+                    "run `compliance-ledger verify`: the log does not match what was folded from it",
+                )
+            texts[b.block_id] = event.content
+        return texts
+
+    def memory_stats(self) -> MemoryStats:
+        with self._memory_lock:
+            return stats_of(*self._live())
+
+
+def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> rc.Scored:
+    """One block scored (query-less, attention weights) against every live block."""
+    peers = [b for b in graph.live_blocks() if b.block_id != block.block_id]
+    ranked = rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
+    return next(s for s in ranked if s.block.block_id == block.block_id)
+
+
+def stats_of(graph: MemoryGraph, clock: ActiveClock) -> MemoryStats:
+    last = graph.last_curate.active_hours if graph.last_curate is not None else None
+    return MemoryStats(
+        blocks=len(graph.blocks),
+        archived=sum(1 for b in graph.blocks.values() if b.archived),
+        constitutional=sum(1 for b in graph.blocks.values() if b.constitutional),
+        edges=len(graph.edges),
+        curates=graph.curates,
+        active_hours=round(clock.now, 6),
+        last_curate_active_hours=last,
+        next_auto_curate_at_active_hours=(last or 0.0) + decay.CURATE_INTERVAL_ACTIVE_HOURS,
+    )
+
+
+def _history_entry(rec: RecordedEvent) -> BlockEvent:
+    detail = rec.event.model_dump(mode="json")
+    detail.pop("content", None)
+    return BlockEvent(
+        position=rec.position, recorded_at=rec.recorded_at, type=rec.event.type_name, agent=rec.agent, detail=detail
+    )
