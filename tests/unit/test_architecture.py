@@ -225,3 +225,22 @@ def test_an_upward_import_is_seen(tmp_path: Path) -> None:
         ("ledger.service", True),
     ]
     assert [layer_of(i.target) > layer_of("projections.x") for i in found] == [False, True, True]
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_every_module_is_short_and_says_what_it_is_for() -> None:
+    """No module over 400 lines; each opens with a docstring whose first paragraph is at most three lines."""
+    problems = []
+    for name, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > MAX_MODULE_LINES:
+            problems.append(f"{name}: {lines} lines (split it: one concept per module)")
+        doc = ast.get_docstring(ast.parse(text))
+        if not doc:
+            problems.append(f"{name}: no module docstring")
+        elif doc.split("\n\n")[0].count("\n") > 2:
+            problems.append(f"{name}: the docstring's first paragraph is over three lines")
+    assert not problems, "\n".join(problems)
