@@ -1,5 +1,7 @@
 """Parameter schemas for enforcement (seed 004, section 3): one pydantic model per tool and action, and which of
-their fields are context parameters; pure, no I/O. Their field types are in :mod:`ledger.enforcement.fields`,
+their fields are context parameters; pure, no I/O.
+
+Their field types are in :mod:`ledger.enforcement.fields`,
 hints and examples in :mod:`.guidance`, validation in :mod:`.validation`; :mod:`.decisions` builds rules,
 levels and decisions on top (see its docstring for the choices made where the seed is silent)."""
 
