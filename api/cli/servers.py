@@ -48,19 +48,30 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _cap_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas before the server starts its threads. glibc gives threads that allocate at the
-    same time arenas of their own (up to eight per core) and memory freed in one is not reused by another, so
-    under a thread pool the RSS grows with the threads, not with the work; two is the usual cap for Python
-    servers. ``MALLOC_ARENA_MAX`` in the environment, if set, wins; elsewhere than glibc nothing changes."""
-    if not sys.platform.startswith("linux") or os.environ.get("MALLOC_ARENA_MAX"):
+def _tune_malloc(arenas: int = 2, mmap_threshold: int = 128 * 1024) -> None:
+    """Tune glibc's malloc for a long-running threaded server, before it starts its threads:
+
+    * cap its arenas at two: glibc gives threads that allocate at the same time arenas of their own (up to eight
+      per core) and memory freed in one is not reused by another, so under a thread pool the RSS grows with the
+      threads, not with the work; two is the usual cap for Python servers;
+    * fix the mmap threshold at 128 KiB: by default glibc raises it to the size of the largest block freed (up to
+      32 MiB), so after a snapshot restore has parsed megabytes of payload every later large buffer comes from
+      the heap and its pages stay resident after it is freed. Fixed, large buffers are mapped and unmapped.
+
+    ``MALLOC_ARENA_MAX`` / ``MALLOC_MMAP_THRESHOLD_`` in the environment, if set, win; elsewhere than glibc
+    nothing changes."""
+    if not sys.platform.startswith("linux"):
         return
     import contextlib
     import ctypes
 
-    m_arena_max = -8  # from glibc's malloc.h
+    m_arena_max, m_mmap_threshold = -8, -3  # from glibc's malloc.h
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).mallopt(m_arena_max, arenas)
+        libc = ctypes.CDLL(None)
+        if not os.environ.get("MALLOC_ARENA_MAX"):
+            libc.mallopt(m_arena_max, arenas)
+        if not os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+            libc.mallopt(m_mmap_threshold, mmap_threshold)
 
 
 def serve(
@@ -73,7 +84,7 @@ def serve(
     """Serve REST and MCP (Streamable HTTP at /mcp)."""
     import uvicorn
 
-    _cap_malloc_arenas()
+    _tune_malloc()
 
     from api.bootstrap import initialise, redact
     from api.rest.app import build_app
