@@ -88,6 +88,7 @@ class Credential:
     api_key: str | None
     fallback_agent: str
     writes: bool
+    threads: anyio.CapacityLimiter | None = None  # the app's request threads (see :func:`request_threads`)
 
     def actor(self) -> Actor:
         """The caller now (reads the log: call it off the event loop); raises Unauthorized or Forbidden."""
@@ -112,14 +113,31 @@ class Credential:
 
     async def run(self, work: Callable[[Actor], T]) -> T:
         """Resolve the caller and do ``work`` as them, in one worker thread."""
-        return await anyio.to_thread.run_sync(lambda: work(self.actor()))
+        return await anyio.to_thread.run_sync(lambda: work(self.actor()), limiter=self.threads)
+
+
+# Worker threads doing the routes' ledger work at once, per app. More would not answer more: every request
+# takes the GIL and most append (one writer per SQLite file, group commit gathers what queues behind it), so
+# beyond a few threads they only contend (32 in flight answered fewer requests per second than 8). Requests
+# over the limit wait their turn on the event loop, in arrival order.
+REQUEST_THREADS = 8
+
+
+def request_threads(request: Request) -> anyio.CapacityLimiter:
+    """The app's limiter for route work, made in the event loop on the first request."""
+    state = request.app.state
+    limiter: anyio.CapacityLimiter | None = getattr(state, "request_threads", None)
+    if limiter is None:
+        limiter = state.request_threads = anyio.CapacityLimiter(REQUEST_THREADS)
+    return limiter
 
 
 async def _credential(request: Request, writes: bool) -> Credential:
     settings: Settings = request.app.state.settings
-    caller = Credential(request.app.state.ledger, key_from_headers(request.headers), settings.agent, writes)
+    threads = request_threads(request)
+    caller = Credential(request.app.state.ledger, key_from_headers(request.headers), settings.agent, writes, threads)
     if caller.refused_by_cache():
-        await anyio.to_thread.run_sync(caller.actor)  # raises the 401/403 unless the log knows better
+        await anyio.to_thread.run_sync(caller.actor, limiter=threads)  # a 401/403 unless the log knows better
     return caller
 
 

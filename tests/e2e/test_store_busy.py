@@ -124,8 +124,8 @@ def test_health_answers_while_every_request_thread_waits_for_a_held_lock(
         loop = server.servers[0].get_loop()
 
         async def shrink() -> Any:
-            limiter = anyio.to_thread.current_default_thread_limiter()
-            limiter.total_tokens = len(sessions)  # the request thread pool, as if exhausted by a crowd
+            limiter = anyio.CapacityLimiter(len(sessions))  # the request threads, as if exhausted by a crowd
+            server.config.app.state.request_threads = limiter
             return limiter
 
         limiter = asyncio.run_coroutine_threadsafe(shrink(), loop).result(timeout=READY_WITHIN)
