@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 
 from ledger.core.events import KeyRole
-from ledger.keys import ring as keys
+from ledger.keys import decisions as keys
 from ledger.service import Actor, Ledger, Source
 from projections.apikeys import KeyRing, KeyView
 

@@ -8,7 +8,8 @@ Each capability owns its handlers and caches (``ledger.<capability>.handlers``);
 from __future__ import annotations
 
 from ledger.anchor.handlers import AnchorCommands
-from ledger.audit.handlers import AuditCommands, CheckpointFinding, Replay
+from ledger.audit.handlers import AuditCommands
+from ledger.audit.report import CheckpointFinding, Replay
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 
 from api.rest.context import Caller, StrictBody
+from ledger.keys.decisions import MAX_REASON_CHARS
 from ledger.keys.report import ApiKeyInfo
-from ledger.keys.ring import MAX_REASON_CHARS
 from ledger.service import Ledger
 
 

@@ -1,1 +1,3 @@
-"""Audit of the log itself: signed checkpoints of the chain head."""
+"""Audit of the log itself: signed checkpoints of the chain head (checkpoints), the commands that initialise,
+verify, page and replay the log (handlers) and what they return (report).
+"""

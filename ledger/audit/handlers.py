@@ -5,13 +5,13 @@ log, and replay every projection to any moment.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from ledger.audit import checkpoints
+from ledger.audit.report import CheckpointFinding, Replay
 from ledger.core import signing
 from ledger.core.chain import ChainReport, StoredRecord
-from ledger.core.errors import ConcurrencyError, Conflict, NotFound
+from ledger.core.errors import ConcurrencyError, Conflict
 from ledger.core.events import (
     DomainEvent,
     LedgerInitialised,
@@ -20,13 +20,9 @@ from ledger.core.events import (
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
 from ledger.keys import access
 from ledger.memory.handlers import MemoryCommands
-from ledger.memory.reads import score_one, stats_of
-from ledger.memory.report import BlockOut, MemoryStats
-from ledger.sessions.report import AgentReport, SessionState
-from projections.active_hours import IDLE_TIMEOUT, ActiveClock, ActiveTime
+from projections.active_hours import ActiveTime
 from projections.active_hours import active_hours as active_hours_of
-from projections.memory import BlockView
-from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, SESSIONS, TRAFFIC, ProjectionRunner, run_together
+from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, TRAFFIC, ProjectionRunner, run_together
 
 
 class AuditCommands:
@@ -209,49 +205,3 @@ class AuditCommands:
         ]
         run_together(runners, self.kernel.store.iter_events(0), progress)
         return sum(self.kernel.snapshots.save(runner) for runner in runners)
-
-
-@dataclass(frozen=True)
-class CheckpointFinding:
-    """One checkpoint checked against the log: ``problem`` is None when the log still holds it."""
-
-    where: str
-    checkpoint: checkpoints.Checkpoint | None
-    problem: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None
-
-
-@dataclass(frozen=True)
-class Replay:
-    """Projection states as of a moment, and the last position folded."""
-
-    runner: ProjectionRunner
-    moment: _dt.datetime
-    position: int
-    texts: Callable[[Sequence[BlockView]], Mapping[str, str]]  # blocks' texts, read from the log
-    idle_timeout: _dt.timedelta = IDLE_TIMEOUT
-
-    def sessions(self) -> list[SessionState]:
-        views = self.runner.state(SESSIONS.name).values()
-        return [SessionState.at(v, self.moment, self.position) for v in views if v is not None]
-
-    def compliance(self) -> list[AgentReport]:
-        return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
-
-    def active_clock(self) -> ActiveClock:
-        return self.runner.active_clock(self.moment, self.idle_timeout)
-
-    def memory(self) -> MemoryStats:
-        """Blocks, archive, edges, curates and active hours as of the replayed moment."""
-        return stats_of(self.runner.memory(), self.active_clock())
-
-    def block(self, block_id: str) -> BlockOut:
-        """One block's state and score breakdown as of the replayed moment."""
-        graph = self.runner.memory()
-        block = graph.blocks.get(block_id)
-        if block is None:
-            raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
-        return BlockOut.of(score_one(graph, self.active_clock(), block), self.texts([block])[block_id])

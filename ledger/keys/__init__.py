@@ -1,3 +1,3 @@
-"""API keys and roles: the key ring's pure decisions (ring), who may do what (access), and the key commands
+"""API keys and roles: the key ring's pure decisions (decisions), who may do what (access), and the key commands
 (handlers).
 """

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ledger.core.events import KeyRole
 from ledger.kernel import Actor, Kernel, check_agent
 from ledger.keys import access
-from ledger.keys import ring as keys
+from ledger.keys import decisions as keys
 from ledger.keys.report import ApiKeyCreated, ApiKeyInfo
 from projections import apikeys as key_proj
 from projections.apikeys import KeyRing, KeyView

@@ -40,7 +40,7 @@ def _raw_insert(ledger: Ledger, rec: StoredRecord) -> None:
 
 
 def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(ledger: Ledger) -> None:
-    from ledger.keys.ring import digest
+    from ledger.keys.decisions import digest
 
     position, prev_hash = ledger.store.head()
     plaintext = "clk_legacy-admin-key"

@@ -11,7 +11,7 @@ from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unau
 from ledger.core.events import ApiKeyIssued, ApiKeyRevoked, DomainEvent, RecordedEvent
 from ledger.kernel import Actor
 from ledger.keys import access
-from ledger.keys import ring as keys
+from ledger.keys import decisions as keys
 from projections.apikeys import KeyRing, advance
 from projections.tasks import TaskView
 

@@ -1,0 +1,63 @@
+"""What the audit commands return: a checkpoint checked against the log, and projection states replayed to a
+moment."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ledger.audit import checkpoints
+from ledger.core.errors import NotFound
+from ledger.memory.reads import score_one, stats_of
+from ledger.memory.report import BlockOut, MemoryStats
+from ledger.sessions.report import AgentReport, SessionState
+from projections.active_hours import IDLE_TIMEOUT, ActiveClock
+from projections.memory import BlockView
+from projections.runner import COMPLIANCE, SESSIONS, ProjectionRunner
+
+
+@dataclass(frozen=True)
+class CheckpointFinding:
+    """One checkpoint checked against the log: ``problem`` is None when the log still holds it."""
+
+    where: str
+    checkpoint: checkpoints.Checkpoint | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Projection states as of a moment, and the last position folded."""
+
+    runner: ProjectionRunner
+    moment: _dt.datetime
+    position: int
+    texts: Callable[[Sequence[BlockView]], Mapping[str, str]]  # blocks' texts, read from the log
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT
+
+    def sessions(self) -> list[SessionState]:
+        views = self.runner.state(SESSIONS.name).values()
+        return [SessionState.at(v, self.moment, self.position) for v in views if v is not None]
+
+    def compliance(self) -> list[AgentReport]:
+        return [AgentReport.of(a) for _, a in sorted(self.runner.state(COMPLIANCE.name).items())]
+
+    def active_clock(self) -> ActiveClock:
+        return self.runner.active_clock(self.moment, self.idle_timeout)
+
+    def memory(self) -> MemoryStats:
+        """Blocks, archive, edges, curates and active hours as of the replayed moment."""
+        return stats_of(self.runner.memory(), self.active_clock())
+
+    def block(self, block_id: str) -> BlockOut:
+        """One block's state and score breakdown as of the replayed moment."""
+        graph = self.runner.memory()
+        block = graph.blocks.get(block_id)
+        if block is None:
+            raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
+        return BlockOut.of(score_one(graph, self.active_clock(), block), self.texts([block])[block_id])
