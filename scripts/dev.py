@@ -66,7 +66,7 @@ def build_dist() -> Path:
     for old in [*DIST.glob("compliance_ledger-*.whl"), *DIST.glob("compliance_ledger-*.tar.gz")]:
         old.unlink()  # so the wheel found below is the one just built
     say(f"building the sdist and wheel into {DIST}")
-    if run(PY, "-m", "build", "--outdir", DIST, ROOT) != 0:
+    if run(PY, "-m", "build", "--quiet", "--outdir", DIST, ROOT) != 0:
         sys.exit("[dev] python -m build failed; see the messages above")
     [wheel] = DIST.glob("compliance_ledger-*.whl")
     return wheel
