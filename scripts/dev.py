@@ -2,7 +2,8 @@
 """One entry point for a fresh machine that has only ``python3``.
 
     python3 scripts/dev.py serve   # create .venv, install, serve REST + MCP on http://127.0.0.1:8787 (SQLite)
-    python3 scripts/dev.py test    # create .venv, install dev tools, run lint, types and the whole test suite
+    python3 scripts/dev.py test    # create .venv, install dev tools, run lint and types, build the wheel and
+                                   # sdist into dist/, run the whole test suite (which installs that wheel)
 
 Anything after the command is passed on (``serve --port 9000``, ``test -k gate``). The virtual environment
 is (re)installed whenever pyproject.toml changes. Uses only the standard library.
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("LEDGER_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
+DIST = ROOT / "dist"
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -58,6 +60,18 @@ def check_postgres_for_ci() -> None:
     say(f"PostgreSQL reachable at {PG_URL}")
 
 
+def build_dist() -> Path:
+    """Build the sdist and, from it, the wheel into dist/ (``python -m build``); return the wheel."""
+    DIST.mkdir(exist_ok=True)
+    for old in [*DIST.glob("compliance_ledger-*.whl"), *DIST.glob("compliance_ledger-*.tar.gz")]:
+        old.unlink()  # so the wheel found below is the one just built
+    say(f"building the sdist and wheel into {DIST}")
+    if run(PY, "-m", "build", "--quiet", "--outdir", DIST, ROOT) != 0:
+        sys.exit("[dev] python -m build failed; see the messages above")
+    [wheel] = DIST.glob("compliance_ledger-*.whl")
+    return wheel
+
+
 def cmd_test(args: list[str]) -> int:
     ensure_venv("dev")
     check_postgres_for_ci()
@@ -65,6 +79,7 @@ def cmd_test(args: list[str]) -> int:
         say("running " + " ".join(step))
         if run(BIN / step[0], *step[1:]) != 0:
             return 1
+    wheel = build_dist()
     say("running pytest")
     return run(
         PY,
@@ -75,6 +90,8 @@ def cmd_test(args: list[str]) -> int:
         "--cov=api",
         "--cov-report=term:skip-covered",
         *args,
+        # tests/e2e/test_install.py installs this wheel instead of building one of its own
+        env={**os.environ, "LEDGER_TEST_WHEEL": str(wheel)},
     )
 
 

@@ -48,6 +48,14 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from api.version import package_version
+
+        typer.echo(f"compliance-ledger {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     ctx: typer.Context,
@@ -63,6 +71,10 @@ def _global(
     signing_key_file: Annotated[
         Path | None, typer.Option(help="Ed25519 signing key file (default: HOME/signing.key)")
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="print the version and exit"),
+    ] = False,
 ) -> None:
     overrides: dict[str, Any] = {}
     if signing_key_file:

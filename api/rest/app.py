@@ -17,6 +17,7 @@ from api.rest import anchor, audit, brain, checkpointing, gate, health, keys, me
 from api.rest.context import error_response, install_error_handlers, refuse_unstorable_text
 from api.rest.mcp_endpoint import Built, LazyMcp
 from api.settings import Settings
+from api.version import package_version
 from ledger.core.errors import LedgerError, StoreUnavailable
 from ledger.service import Ledger
 
@@ -62,7 +63,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
 
     app = FastAPI(
         title="Compliance Ledger",
-        version="0.1.0",
+        version=package_version(),
         description="Hash-chained audit ledger of AI agents' memory discipline. MCP at /mcp.",
         lifespan=lifespan,
         dependencies=[Depends(refuse_unstorable_text)],

@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from api.version import package_version
 from ledger.core.errors import LedgerError, StoreBusy
 from ledger.service import Ledger
 
@@ -21,6 +22,7 @@ class Health(BaseModel):
     index_skipped: list[int] = Field(
         default_factory=list, description="positions of events the search index could not hold and skipped"
     )
+    version: str = Field(default_factory=package_version, description="the ledger's version (package metadata)")
 
 
 def router(ledger: Ledger) -> APIRouter:
