@@ -15,6 +15,7 @@ from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.storage import SqlEventStore
 from ledger.enforcement.handlers import EnforcementCommands
+from ledger.hooks.handlers import HookCommands
 from ledger.kernel import Actor, Kernel, LedgerConfig, Source, check_agent
 from ledger.keys.handlers import API_KEYS_STREAM, KeyCommands
 from ledger.memory.handlers import MemoryCommands
@@ -54,6 +55,7 @@ class Ledger:
         self.brain = BrainCommands(self.kernel, self.sessions, self.memory)
         self.keys = KeyCommands(self.kernel)
         self.audit = AuditCommands(self.kernel, self.memory)
+        self.hooks = HookCommands(self.kernel)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
         self.initialise = self.audit.initialise
@@ -76,6 +78,9 @@ class Ledger:
         self.assert_compliance = self.sessions.assert_compliance
         self.verify_stamp = self.sessions.verify_stamp
         self.compliance_report = self.sessions.compliance_report
+        # --- client hooks: a turn's start and the Stop hook held at the gate (ledger.hooks) ----------------------
+        self.turn_started = self.hooks.turn_started
+        self.stop_hook = self.hooks.stop
         # --- the Odyssean Anchor (ledger.anchor) ---------------------------------------------------------------
         self.anchor = self.anchors.anchor
         self.unlock_anchor = self.anchors.unlock_anchor

@@ -1,4 +1,5 @@
-"""Compliance counts per agent: searches, stamp requests, passes, fails and pass rate."""
+"""Compliance counts per agent: searches, stamp requests, passes, fails and pass rate, anchors, transitions, and
+the client hooks' turns and stop decisions."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from ledger.core.events import (
     MemoryRecalled,
     MemorySearched,
     RecordedEvent,
+    StopHookDecided,
     TaskTransitioned,
     TaskTransitionRefused,
+    TurnStarted,
 )
 from projections._copy import in_place, with_changes
 
@@ -28,6 +31,8 @@ COUNTED = (
     AnchorLocked,
     TaskTransitioned,
     TaskTransitionRefused,
+    TurnStarted,
+    StopHookDecided,
 )
 
 
@@ -47,6 +52,10 @@ class AgentCompliance:
     transitions: int = 0
     transition_refusals: int = 0
     refusal_codes: tuple[tuple[str, int], ...] = ()  # workflow refusal code -> count, sorted by code
+    turns_started: int = 0  # the client's UserPromptSubmit hook
+    stops_blocked: int = 0  # the client's Stop hook: held at the gate
+    stops_allowed: int = 0  # ... let through with a stamp earned in the turn
+    stop_loop_guard_passes: int = 0  # ... let through without one, as the client was already held once
 
     @property
     def stamp_requests(self) -> int:
@@ -120,4 +129,12 @@ def _evolve(
         return change(
             state, transition_refusals=state.transition_refusals + 1, refusal_codes=tuple(sorted(codes.items()))
         )
+    if type(e) is TurnStarted:
+        return change(state, turns_started=state.turns_started + 1)
+    if type(e) is StopHookDecided:
+        if e.outcome == "blocked":
+            return change(state, stops_blocked=state.stops_blocked + 1)
+        if e.outcome == "allowed":
+            return change(state, stops_allowed=state.stops_allowed + 1)
+        return change(state, stop_loop_guard_passes=state.stop_loop_guard_passes + 1)
     return state

@@ -1,5 +1,5 @@
-"""What the command line prints with: rich consoles made on first use, JSON lines, progress bars and the
-compliance table that ``replay`` and ``report compliance`` share."""
+"""What the command line prints with: rich consoles made on first use, JSON lines, progress bars, the compliance
+table that ``replay`` and ``report compliance`` share, and the stop hooks' table."""
 
 from __future__ import annotations
 
@@ -67,4 +67,20 @@ def print_compliance(rows: list[Any]) -> None:
     for a in rows:
         rate = "—" if a.pass_rate is None else f"{a.pass_rate:.0%}"
         table.add_row(a.agent, str(a.searches), str(a.stamp_requests), str(a.passes), str(a.fails), rate)
+    out.print(table)
+
+
+def print_stop_hooks(rows: list[Any]) -> None:
+    """Per-agent turns and Stop hook answers (``compliance-ledger hook``), when any agent has some."""
+    from rich.table import Table
+
+    hooked = [a for a in rows if any(a.stop_hook.model_dump().values())]
+    if not hooked:
+        return
+    table = Table("agent", "turns", "stops blocked", "stops allowed", "loop-guard passes", title="stop hooks")
+    for a in hooked:
+        h = a.stop_hook
+        table.add_row(
+            a.agent, str(h.turns_started), str(h.stops_blocked), str(h.stops_allowed), str(h.loop_guard_passes)
+        )
     out.print(table)

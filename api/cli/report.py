@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from api.cli.context import ledger_for, parse_when
-from api.cli.output import out, print_compliance, print_json
+from api.cli.output import out, print_compliance, print_json, print_stop_hooks
 from ledger.core.limits import MAX_INT64
 
 group = typer.Typer(help="Compliance reports.", no_args_is_help=True)
@@ -21,7 +21,7 @@ def report_compliance(
     position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Per-agent searches, stamp requests, passes, fails and pass rate."""
+    """Per-agent searches, stamp requests, passes, fails and pass rate, and the stop hooks' answers."""
     with ledger_for(ctx) as ledger:
         report = ledger.compliance_report(agent, as_of=parse_when(as_of), position=position)
     if as_json:
@@ -29,6 +29,7 @@ def report_compliance(
         return
     out.print(f"compliance at position {report.position}")
     print_compliance(report.agents)
+    print_stop_hooks(report.agents)
 
 
 def _pct(rate: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from api.cli import anchor, audit, doctor, keys, memory, report, servers, setup, tasks
+from api.cli import anchor, audit, connect, doctor, hook, keys, memory, report, servers, setup, tasks
 from api.cli.context import fail
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT
@@ -93,6 +93,7 @@ def _global(
 # Top-level commands first, then the groups: the order --help has always shown (tests/golden/surface.json).
 setup.register(app)
 servers.register(app)
+connect.register(app)
 audit.register(app)
 doctor.register(app)
 keys.register(app)
@@ -100,6 +101,7 @@ report.register(app)
 anchor.register(app)
 memory.register(app)
 tasks.register(app)
+hook.register(app)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ledger.hooks.report import StopHookCounts
 from projections.compliance import AgentCompliance
 from projections.sessions import SessionView, TokenStatus
 
@@ -171,6 +172,10 @@ class AgentReport(BaseModel):
     transitions: int = 0
     transition_refusals: int = 0
     refusal_reasons: dict[str, int] = Field(default_factory=dict)
+    stop_hook: StopHookCounts = Field(
+        default_factory=StopHookCounts,
+        description="the client's Stop and UserPromptSubmit hooks (compliance-ledger hook)",
+    )
 
     @classmethod
     def of(cls, a: AgentCompliance) -> AgentReport:
@@ -188,6 +193,12 @@ class AgentReport(BaseModel):
             transitions=a.transitions,
             transition_refusals=a.transition_refusals,
             refusal_reasons=dict(a.refusal_codes),
+            stop_hook=StopHookCounts(
+                turns_started=a.turns_started,
+                stops_blocked=a.stops_blocked,
+                stops_allowed=a.stops_allowed,
+                loop_guard_passes=a.stop_loop_guard_passes,
+            ),
         )
 
 

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ledger.memory",
             "ledger.workflow",
             "ledger.enforcement",
+            "ledger.hooks",
             "ledger.brain",
             "ledger.audit",
         ),

@@ -37,9 +37,11 @@ from ledger.core.events import (
     RecordedEvent,
     SessionEnded,
     SessionStarted,
+    StopHookDecided,
     TaskCreated,
     TaskTransitioned,
     TaskTransitionRefused,
+    TurnStarted,
 )
 from ledger.core.mapper import decode, decode_row, encode, encode_meta
 from projections import codec
@@ -83,6 +85,8 @@ KINDS = (
     "transition_refused",
     "check",
     "task_created",
+    "turn",
+    "stop",
 )
 
 # One drawn step: what happens, in which session, by which agent, on which stream, and a few free choices.
@@ -209,6 +213,11 @@ def _event(kind: str, sid: str, flag: bool, n: int, blocks: list[str], last_sear
             )
         case "task_created":
             return TaskCreated(task_id="t1", task_type="feature", title="x", status="todo", role="dev")
+        case "turn":
+            return TurnStarted(client="claude-code", client_session=sid if flag else None)
+        case "stop":
+            outcome = ("blocked", "allowed", "loop_guard", "blocked")[n]
+            return StopHookDecided(client="claude-code", outcome=outcome, stop_hook_active=flag)
     raise AssertionError(kind)
 
 
@@ -221,6 +230,8 @@ def _own_stream(event: DomainEvent, sid: str) -> str:
         return "task:t1"
     if isinstance(event, ParameterChecked):
         return "enforcement:alice"
+    if isinstance(event, TurnStarted | StopHookDecided):
+        return "turns:alice:-"
     if isinstance(event, MemoryRecalled) and event.session_id is None:
         return "memory"
     return f"session:{sid}"

@@ -92,6 +92,14 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.TaskWorkRecorded(
         task_id="t-1", tool="manage_task", action="update", params={"work_notes": "Wrote the parser.", "n": [1]}
     ),
+    ev.TurnStarted(client="claude-code", client_session="abc123"),
+    ev.TurnStarted(client="claude-code", input_problem="stdin is not JSON"),
+    *[
+        ev.StopHookDecided(
+            client="claude-code", client_session="abc123", outcome=o, turn_position=3, stop_hook_active=a
+        )
+        for o, a in (("blocked", False), ("allowed", True), ("loop_guard", True))
+    ],
     ev.TaskTransitionRefused(
         task_id="t-1",
         from_status="active",

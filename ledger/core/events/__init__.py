@@ -6,13 +6,14 @@ read by the chained functions in ``UPCASTERS``. This package imports nothing of 
 timestamp format.
 
 The base classes are in :mod:`.base`, one module a capability holds its events (:mod:`.keys`, :mod:`.sessions`,
-:mod:`.memory`, :mod:`.anchor`, :mod:`.workflow`, :mod:`.enforcement`), and :mod:`.registry` names them all
-and upcasts; everything is importable from here.
+:mod:`.memory`, :mod:`.anchor`, :mod:`.workflow`, :mod:`.enforcement`, :mod:`.hooks`), and :mod:`.registry` names them
+all and upcasts; everything is importable from here.
 """
 
 from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
 from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
+from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
     Frame,
@@ -70,12 +71,15 @@ __all__ = [
     "SessionEnded",
     "SessionStarted",
     "SigningKeyBound",
+    "StopHookDecided",
+    "StopOutcome",
     "TaskCreated",
     "TaskDnaUpdated",
     "TaskTransitionRefused",
     "TaskTransitioned",
     "TaskWorkRecorded",
     "Timestamp",
+    "TurnStarted",
     "UnknownEventType",
     "Upcaster",
     "from_payload",

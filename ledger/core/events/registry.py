@@ -8,6 +8,7 @@ from typing import Any
 from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
+from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
     MemoryCurated,
@@ -45,6 +46,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     TaskTransitionRefused,
     ParameterChecked,
     TaskWorkRecorded,
+    TurnStarted,
+    StopHookDecided,
 )
 EVENT_TYPES: dict[str, type[DomainEvent]] = {cls.type_name: cls for cls in VOCABULARY}
 
