@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -76,6 +77,15 @@ class Settings(BaseSettings):
     )
     idle_timeout_minutes: float = Field(
         30.0, gt=0, description="a session never clocked out stops counting as active this long after its last event"
+    )
+    # Operations (api/logs.py, api/ratelimit.py, api/tracing.py; README "Operating the server").
+    log_json: bool = Field(False, description="serve and mcp log one JSON object a line (default: key=value text)")
+    rate_limit: int = Field(
+        600, ge=0, description="requests and tool calls per window per API key (or agent, without keys); 0: no limit"
+    )
+    rate_limit_window_seconds: float = Field(60.0, gt=0, description="the window of rate_limit, in seconds")
+    otel_exporter: Literal["none", "console", "otlp"] = Field(
+        "none", description="OpenTelemetry spans (needs the [otel] extra): none, console (stderr) or otlp"
     )
 
     @field_validator("cors_origins")

@@ -5,13 +5,18 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from api.cli.context import fail, settings_of
 from api.cli.output import err
 from ledger.core.errors import InvalidInput, LedgerError
+
+if TYPE_CHECKING:
+    from api.settings import Settings
+
+LOG_JSON_HELP = "log one JSON object a line on stderr (default: key=value text; also LEDGER_LOG_JSON=1)"
 
 
 def mcp(
@@ -21,14 +26,18 @@ def mcp(
     working_dir: Annotated[
         str | None, typer.Option(help="project directory of the default session (needed to anchor)")
     ] = None,
+    log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
     from api.bootstrap import initialise
     from api.mcp.server import build_mcp
+    from api.ratelimit import limiter
     from ledger.anchor import project as project_context
 
+    settings = settings_of(ctx)
+    _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
     try:
-        ledger, _ = initialise(settings_of(ctx), seed_new=True)
+        ledger, _ = initialise(settings, seed_new=True)
     except LedgerError as exc:
         raise fail(exc) from exc
     if working_dir is not None:
@@ -36,7 +45,29 @@ def mcp(
             working_dir = str(project_context.check_working_dir(working_dir, ledger.config.project_roots))
         except LedgerError as exc:
             raise fail(exc) from exc
-    build_mcp(ledger, agent=agent, default_role=role, default_working_dir=working_dir, open_default_session=True).run()
+    build_mcp(
+        ledger,
+        agent=agent,
+        default_role=role,
+        default_working_dir=working_dir,
+        open_default_session=True,
+        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
+        transport="stdio",
+    ).run()
+
+
+def _operate(settings: Settings, log_json: bool) -> None:
+    """Logs on stderr, one line per request and tool call, and OpenTelemetry if ``LEDGER_OTEL_EXPORTER`` asks."""
+    from api import logs
+
+    logs.configure(json_lines=log_json or settings.log_json)
+    if settings.otel_exporter != "none":
+        from api import tracing  # the OpenTelemetry SDK loads only here
+
+        try:
+            tracing.install(settings.otel_exporter)
+        except LedgerError as exc:
+            raise fail(exc) from exc
 
 
 def _is_loopback(host: str) -> bool:
@@ -80,6 +111,7 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port (default 8787)")] = None,
     agent: Annotated[str | None, typer.Option(help="agent name for callers when no API keys exist")] = None,
     allowed_host: Annotated[list[str] | None, typer.Option(help="extra Host header to accept")] = None,
+    log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Serve REST and MCP (Streamable HTTP at /mcp)."""
     import uvicorn
@@ -132,9 +164,15 @@ def serve(
                 "[bold]warning:[/bold] CORS without API keys lets any allowed web page in this machine's browser act "
                 f"as {settings.agent!r}; create a key with `compliance-ledger keys add --agent NAME`"
             )
-    # No access log: at log level warning its lines are never printed, but uvicorn would still format each one.
+    _operate(settings, log_json)
+    # No uvicorn access log: api/rest/observe.py logs each request; uvicorn's own records go through api/logs.py.
     uvicorn.run(
-        build_app(ledger, settings), host=settings.host, port=settings.port, log_level="warning", access_log=False
+        build_app(ledger, settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,
     )
 
 

@@ -19,6 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from api.auth import identity_from_headers, proven_for_request
 from api.mcp import anchor, brain, enforcement, gate, memory, prompts, sessions, tasks
 from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
+from api.mcp.observe import ToolObserver
+from api.ratelimit import RateLimiter
 from api.version import package_version
 from ledger.core.errors import LedgerError, SessionLocked
 from ledger.service import Actor, Ledger
@@ -36,12 +38,17 @@ def build_mcp(
     default_working_dir: str | None = None,
     open_default_session: bool = False,
     fallback_agent: str = "local",
+    limiter: RateLimiter | None = None,
+    transport: str | None = None,
 ) -> MCPServer:
     """Build the MCP server.
 
     With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
     a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
     from each request's API key.
+
+    Every tool call is logged and, with a ``limiter``, rate-limited (:mod:`api.mcp.observe`); ``transport`` names
+    it in the log (default: ``memory`` with ``agent`` set, else ``http``).
     """
     default: dict[str, str | None] = {"session_id": None, "refused": None}
 
@@ -71,6 +78,8 @@ def build_mcp(
         lifespan=lifespan,
         log_level="WARNING",
     )
+    kind = transport or ("memory" if agent else "http")
+    mcp.middleware.append(ToolObserver(transport=kind, agent=agent, fallback_agent=fallback_agent, limiter=limiter))
 
     def actor(ctx: Context) -> Actor:
         if agent:

@@ -12,10 +12,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import SCOPE_KEY, identity_from_headers
 from api.cors import ScopedCors
+from api.ratelimit import RESPONSES as RATE_LIMITED
+from api.ratelimit import RateLimiter, limiter
 from api.responses import ERROR_RESPONSES
 from api.rest import anchor, audit, brain, checkpointing, gate, health, keys, memory, metrics, sessions, tasks
 from api.rest.context import error_response, install_error_handlers, refuse_unstorable_text
+from api.rest.docs import install as install_offline_docs
 from api.rest.mcp_endpoint import Built, LazyMcp
+from api.rest.observe import RateLimit, RequestLog
 from api.settings import Settings
 from api.version import package_version
 from ledger.core.errors import LedgerError, StoreUnavailable
@@ -52,8 +56,9 @@ class _McpEndpoint:
 
 def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     """Build the HTTP application: REST routes plus MCP (stateless JSON mode) at ``/mcp``, built on its first
-    request (:class:`~api.rest.mcp_endpoint.LazyMcp`)."""
-    mcp = LazyMcp(lambda: _mcp_app(ledger, settings))
+    request (:class:`~api.rest.mcp_endpoint.LazyMcp`); one rate limiter for both, a log line per request."""
+    limits = limiter(settings.rate_limit, settings.rate_limit_window_seconds)
+    mcp = LazyMcp(lambda: _mcp_app(ledger, settings, limits))
     writer = checkpointing.checkpointer(ledger, settings)
 
     @asynccontextmanager
@@ -66,6 +71,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         version=package_version(),
         description="Hash-chained audit ledger of AI agents' memory discipline. MCP at /mcp.",
         lifespan=lifespan,
+        docs_url=None,  # served by api/rest/docs.py from local assets
+        redoc_url=None,
         dependencies=[Depends(refuse_unstorable_text)],
         responses=ERROR_RESPONSES,
     )
@@ -74,9 +81,10 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.state.mcp = mcp
     app.mount("/mcp", mcp)
     install_error_handlers(app)
+    install_offline_docs(app)
 
+    app.include_router(health.router(ledger), responses=ERROR_RESPONSES)  # never rate-limited
     for router in (
-        health.router(ledger),
         sessions.router(ledger),
         memory.router(ledger),
         gate.router(ledger),
@@ -88,21 +96,24 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         checkpointing.router(ledger, settings),
         keys.router(),
     ):
-        app.include_router(router, responses=ERROR_RESPONSES)
+        app.include_router(router, responses={**ERROR_RESPONSES, **(RATE_LIMITED if limits else {})})
     app.add_middleware(_McpEndpoint, ledger=ledger, fallback_agent=settings.agent)  # type: ignore[arg-type]
-    if settings.cors_origins:  # off by default; outermost, so preflights never need an API key
+    if limits is not None:  # inside CORS, so a browser can read the 429
+        app.add_middleware(RateLimit, limiter=limits, fallback_agent=settings.agent)  # type: ignore[arg-type]
+    if settings.cors_origins:  # off by default; outside the key checks, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]
+    app.add_middleware(RequestLog)  # outermost: every request gets an id and a log line
     return app
 
 
-def _mcp_app(ledger: Ledger, settings: Settings) -> Built:
+def _mcp_app(ledger: Ledger, settings: Settings, limits: RateLimiter | None) -> Built:
     """The MCP server's Streamable HTTP app and its session manager; the MCP SDK loads here, on the first request
     to ``/mcp`` (the REST modules never import it)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from api.mcp.server import build_mcp
 
-    mcp = build_mcp(ledger, fallback_agent=settings.agent)
+    mcp = build_mcp(ledger, fallback_agent=settings.agent, limiter=limits)
     loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api import calls
 from api.auth import identify, identify_provisionally, key_from_headers
 from api.settings import Settings
 from ledger.core.errors import InvalidInput, LedgerError, StoreUnavailable
@@ -93,6 +94,7 @@ class Credential:
     def actor(self) -> Actor:
         """The caller now (reads the log: call it off the event loop); raises Unauthorized or Forbidden."""
         actor = identify(self.ledger, self.api_key, self.fallback_agent).actor("rest")
+        calls.note_agent(actor.agent)  # for the request's log line (api/rest/observe.py)
         if self.writes:  # a read-only role (auditor) is refused here, as the service would refuse its append
             access.require_writer(actor)
         return actor
