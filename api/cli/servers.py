@@ -27,8 +27,9 @@ def mcp(
     from api.mcp.server import build_mcp
     from ledger.anchor import project as project_context
 
+    settings = settings_of(ctx)
     try:
-        ledger, _ = initialise(settings_of(ctx), seed_new=True)
+        ledger, _ = initialise(settings, seed_new=True)
     except LedgerError as exc:
         raise fail(exc) from exc
     if working_dir is not None:
@@ -36,7 +37,14 @@ def mcp(
             working_dir = str(project_context.check_working_dir(working_dir, ledger.config.project_roots))
         except LedgerError as exc:
             raise fail(exc) from exc
-    build_mcp(ledger, agent=agent, default_role=role, default_working_dir=working_dir, open_default_session=True).run()
+    build_mcp(
+        ledger,
+        agent=agent,
+        default_role=role,
+        default_working_dir=working_dir,
+        open_default_session=True,
+        checkpoint_file=settings.checkpoint_path,
+    ).run()
 
 
 def _is_loopback(host: str) -> bool:

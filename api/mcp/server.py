@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from api.auth import identity_from_headers, proven_for_request
-from api.mcp import anchor, brain, enforcement, gate, memory, prompts, sessions, tasks
+from api.mcp import anchor, brain, enforcement, gate, memory, prompts, resources, sessions, tasks
+from api.mcp.base import LedgerServer
 from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
 from ledger.core.errors import LedgerError, SessionLocked
 from ledger.service import Actor, Ledger
@@ -35,12 +37,13 @@ def build_mcp(
     default_working_dir: str | None = None,
     open_default_session: bool = False,
     fallback_agent: str = "local",
+    checkpoint_file: Path | None = None,
 ) -> MCPServer:
     """Build the MCP server.
 
     With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
     a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
-    from each request's API key.
+    from each request's API key. ``checkpoint_file`` is where the latest checkpoint resource reads from.
     """
     default: dict[str, str | None] = {"session_id": None, "refused": None}
 
@@ -63,7 +66,13 @@ def build_mcp(
                 with contextlib.suppress(LedgerError):
                     ledger.clock_out(Actor(agent, "mcp"), sid)
 
-    mcp = MCPServer("compliance-ledger", instructions=prompts.INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    mcp = LedgerServer(
+        "compliance-ledger",
+        title="Compliance Ledger",
+        instructions=prompts.INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
 
     def actor(ctx: Context) -> Actor:
         if agent:
@@ -95,6 +104,7 @@ def build_mcp(
     memory.register_setup(mcp, tools)
     gate.register_verify(mcp, tools)
     prompts.register(mcp)
+    resources.register(mcp, tools, checkpoint_file)
     for register in EXTENSIONS if extensions is None else extensions:
         register(mcp, tools)
     forbid_unknown_arguments(mcp)
