@@ -53,6 +53,7 @@ def mcp(
         open_default_session=True,
         limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
         transport="stdio",
+        checkpoint_file=settings.checkpoint_path,
     ).run()
 
 

@@ -8,29 +8,23 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
-from pydantic import Field
 
+from api.fields import BRAIN_CONTEXT, QUESTION, STATEMENT
 from api.mcp.context import ToolContext, ledger_call
-from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
+from api.mcp.hints import writes
+from api.mcp.params import BRAIN_SESSION_ID
 from ledger.brain.report import BrainAnswer
-
-CONTEXT_HELP = "what you are working on: steers retrieval (recorded with the search)"
-SESSION_HELP = (
-    "a session_id from an earlier answer (trace.session_id) to continue the conversation; "
-    "omitted: your default session over stdio, else a new session is opened"
-)
 
 
 def register(mcp: MCPServer, tools: ToolContext) -> None:
     """Add ``query_brain`` and ``contribute_to_brain`` to the MCP server."""
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Query the shared brain", annotations=writes())
     def query_brain(
         ctx: Context,
-        prompt: Annotated[str, Field(description="a question or topic in natural language")],
-        context: Annotated[str | None, Field(description=CONTEXT_HELP)] = None,
-        session_id: Annotated[str | None, Field(description=SESSION_HELP)] = None,
+        prompt: Annotated[str, QUESTION],
+        context: Annotated[str | None, BRAIN_CONTEXT] = None,
+        session_id: Annotated[str | None, BRAIN_SESSION_ID] = None,
     ) -> BrainAnswer:
         """Query the shared agent brain: related thoughts with their contributors (sources) and the
         well-travelled ones (highways). The retrieval is recorded in your ledger session (trace.session_id, the
@@ -39,18 +33,12 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         return ledger_call(lambda: tools.ledger.brain.ask(who, prompt, context=context, session_id=sid))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Contribute to the shared brain", annotations=writes())
     def contribute_to_brain(
         ctx: Context,
-        prompt: Annotated[
-            str,
-            Field(
-                description=f"one declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters "
-                "(not a question or a follow-up)"
-            ),
-        ],
-        context: Annotated[str | None, Field(description=CONTEXT_HELP)] = None,
-        session_id: Annotated[str | None, Field(description=SESSION_HELP)] = None,
+        prompt: Annotated[str, STATEMENT],
+        context: Annotated[str | None, BRAIN_CONTEXT] = None,
+        session_id: Annotated[str | None, BRAIN_SESSION_ID] = None,
     ) -> BrainAnswer:
         """Contribute a learning to the shared agent brain as a thought; related thoughts are retrieved too.
         trace.thought_id is the value for a task's memory_contribution_id (trace.contribution is 'duplicate'

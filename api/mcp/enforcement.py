@@ -6,18 +6,24 @@ made; a blocked call is a normal result with ``success: false`` and everything n
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 
+from api.fields import described
 from api.mcp.context import ToolContext, ledger_call
+from api.mcp.hints import writes
+from api.mcp.params import OPTIONAL_SESSION_ID
 from ledger.enforcement import limits
+from ledger.enforcement.guidance import PARAM_HINTS
 from ledger.workflow.report import ManagedResult
 
 # locals() of a tool also holds the closure variables it uses (tools, ledger).
 MANAGED_TOOLS = ("manage_task", "manage_context", "manage_subtask")
 _NOT_PARAMS = frozenset({"ctx", "action", "session_id", "tools", "ledger"})
+TASK_ACTION = described("create: a new task; update: report work on it; complete: finish it with a summary")
+CONTEXT_ACTION = described("update: set context fields (data); add_insight: an insight; add_progress: a progress note")
+SUBTASK_ACTION = described("create: a new subtask; update: report work on it; complete: finish it with a summary")
 
 
 def _given(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -26,7 +32,8 @@ def _given(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> None:
-    """Publish the hard size limits (``ledger.enforcement_limits``) in the tools' input schemas, so clients see them.
+    """Publish the hard size limits (``ledger.enforcement_limits``) in the tools' input schemas, so clients see them,
+    after each parameter's hint (``ledger.enforcement.guidance.PARAM_HINTS``) as its description.
 
     Only the published schema changes: the argument models stay lenient on purpose, so an oversized call still
     reaches the ledger, which refuses it and records the refused check (the SDK's own validation would refuse it
@@ -46,7 +53,8 @@ def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> No
                 elif kind == "array" and limit.kind == "list":
                     branch["maxItems"] = limit.items
                     branch.setdefault("items", {})["maxLength"] = limit.chars
-            said = prop.get("description", "")
+            said = prop.get("description") or PARAM_HINTS.get(param, "")
+            said = f"{said}." if said and not said.endswith(".") else said
             prop["description"] = (
                 f"{said}{' ' if said else ''}Hard limit at every enforcement level: {limit.describe()}."
             )
@@ -56,10 +64,10 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
     """Add manage_task, manage_context and manage_subtask to the MCP server, their size limits published."""
     ledger = tools.ledger
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Manage a task", annotations=writes())
     def manage_task(
         ctx: Context,
-        action: Literal["create", "update", "complete"],
+        action: Annotated[Literal["create", "update", "complete"], TASK_ACTION],
         task_id: str | None = None,
         title: str | None = None,
         description: str | None = None,
@@ -75,7 +83,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         testing_notes: str | None = None,
         files_created: list[str] | None = None,
         patterns_identified: dict[str, Any] | None = None,
-        session_id: str | None = None,
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> ManagedResult:
         """Create a task, report an update (work_notes, progress_made, files_modified), or complete it
         (completion_summary, testing_notes, files_created; a workflow transition in your session's role).
@@ -84,10 +92,10 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         return ledger_call(lambda: ledger.manage_task(who, action, params, sid))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Manage a task's context", annotations=writes())
     def manage_context(
         ctx: Context,
-        action: Literal["update", "add_insight", "add_progress"],
+        action: Annotated[Literal["update", "add_insight", "add_progress"], CONTEXT_ACTION],
         task_id: str | None = None,
         data: dict[str, Any] | None = None,
         propagate_changes: bool | None = None,
@@ -97,7 +105,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         progress_made: str | None = None,
         next_steps: str | None = None,
         percent_complete: int | None = None,
-        session_id: str | None = None,
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> ManagedResult:
         """Update a task's context (data), add an insight (insight, category, importance) or a progress note
         (progress_made, next_steps, percent_complete)."""
@@ -105,10 +113,10 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         return ledger_call(lambda: ledger.manage_context(who, action, params, sid))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Manage a subtask", annotations=writes())
     def manage_subtask(
         ctx: Context,
-        action: Literal["create", "update", "complete"],
+        action: Annotated[Literal["create", "update", "complete"], SUBTASK_ACTION],
         task_id: str | None = None,
         subtask_id: str | None = None,
         title: str | None = None,
@@ -121,7 +129,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         testing_notes: str | None = None,
         files_created: list[str] | None = None,
         patterns_identified: dict[str, Any] | None = None,
-        session_id: str | None = None,
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> ManagedResult:
         """Create a subtask of a task, report an update on it, or complete it (same reporting as manage_task)."""
         params = _given(dict(locals()))

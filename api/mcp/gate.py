@@ -7,10 +7,11 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
 
+from api.fields import RECEIPT, REQUEST_ID
 from api.mcp.context import ToolContext, ledger_call
+from api.mcp.hints import READS, writes
+from api.mcp.params import SESSION_ID
 from ledger.core.errors import StoreBusy, StoreUnavailable
 from ledger.sessions import gate
 from ledger.sessions.report import AssertResult, StampVerification
@@ -20,13 +21,11 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
     """Add ``assert_compliance``: the Compliance Stamp, PASS only after a search in the session."""
     ledger, actor, session_of = tools.ledger, tools.actor, tools.session_of
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Request the Compliance Stamp", annotations=writes())
     def assert_compliance(
         ctx: Context,
-        session_id: str | None = None,
-        request_id: Annotated[
-            str | None, Field(description=f"optional id of this request, {gate.REQUEST_ID_HELP}")
-        ] = None,
+        session_id: Annotated[str | None, SESSION_ID] = None,
+        request_id: Annotated[str | None, REQUEST_ID] = None,
     ) -> AssertResult:
         """Request the Compliance Stamp. PASS only after a memory_search on this session; each search earns one.
         Send a request_id to retry safely: the same id gets the same answer and receipt."""
@@ -45,7 +44,7 @@ def register_verify(mcp: MCPServer, tools: ToolContext) -> None:
     """Add ``verify_stamp``: is a stamp receipt genuine?"""
     ledger = tools.ledger
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def verify_stamp(receipt: str) -> StampVerification:
+    @mcp.tool(title="Verify a stamp receipt", annotations=READS)
+    def verify_stamp(receipt: Annotated[str, RECEIPT]) -> StampVerification:
         """Check a stamp receipt: is it genuine, and which ledger event does it point at?"""
         return ledger_call(lambda: ledger.verify_stamp(receipt))

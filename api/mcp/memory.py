@@ -6,51 +6,64 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
-from pydantic import Field
 
+from api.fields import (
+    BLOCK_IDS,
+    CATEGORY,
+    CONTENT,
+    FRAME,
+    IDENTITY,
+    LIMIT,
+    NOTE,
+    QUERY,
+    RECALL_QUERY,
+    SEED,
+    SIGNAL,
+    TAGS,
+    TOP_K,
+    VALUES,
+)
 from api.mcp.context import ToolContext, ledger_call
-from ledger.memory.recall import MAX_TOP_K
+from api.mcp.hints import writes
+from api.mcp.params import OPTIONAL_SESSION_ID, SESSION_ID
 from ledger.memory.report import CurateResult, MemorySetupResult, OutcomeResult, RecallResult, RememberResult
 from ledger.sessions.report import SearchResult
-
-CATEGORY_HELP = "one lower-case word, default 'knowledge'; 'observation' decays fastest"
 
 
 def register(mcp: MCPServer, tools: ToolContext) -> None:
     """Add the memory loop's tools: remember, search, recall, curate and outcome."""
     ledger, actor, session_of, optional_session = tools.ledger, tools.actor, tools.session_of, tools.optional_session
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    @mcp.tool(title="Remember", annotations=writes(idempotent=True))
     def memory_remember(
         ctx: Context,
-        content: str,
-        tags: list[str] | None = None,
-        session_id: str | None = None,
-        category: Annotated[str | None, Field(description=CATEGORY_HELP)] = None,
+        content: Annotated[str, CONTENT],
+        tags: Annotated[list[str] | None, TAGS] = None,
+        session_id: Annotated[str | None, SESSION_ID] = None,
+        category: Annotated[str | None, CATEGORY] = None,
     ) -> RememberResult:
         """Store a memory block. Content that normalises to an existing block is rejected as a duplicate."""
         who, sid = actor(ctx), session_of(session_id)
         return ledger_call(lambda: ledger.remember(who, content, tags or [], sid, category))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
-    def memory_search(ctx: Context, query: str, session_id: str | None = None, limit: int = 10) -> SearchResult:
+    @mcp.tool(title="Search memory", annotations=writes())
+    def memory_search(
+        ctx: Context,
+        query: Annotated[str, QUERY],
+        session_id: Annotated[str | None, SESSION_ID] = None,
+        limit: Annotated[int, LIMIT] = 10,
+    ) -> SearchResult:
         """Search memory (BM25-ranked). Each search issues your session's one-time compliance token."""
         who, sid = actor(ctx), session_of(session_id)
         return ledger_call(lambda: ledger.search(who, sid, query, limit))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Recall memory", annotations=writes())
     def memory_recall(
         ctx: Context,
-        query: Annotated[
-            str | None, Field(description="what the task is about; omit to get the strongest blocks")
-        ] = None,
-        frame: Annotated[
-            Literal["self", "attention", "task"],
-            Field(description="self: identity and values; attention: relevant knowledge; task: goals and context"),
-        ] = "attention",
-        top_k: Annotated[int, Field(description=f"how many blocks at most, 1..{MAX_TOP_K}")] = 5,
-        session_id: str | None = None,
+        query: Annotated[str | None, RECALL_QUERY] = None,
+        frame: Annotated[Literal["self", "attention", "task"], FRAME] = "attention",
+        top_k: Annotated[int, TOP_K] = 5,
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> RecallResult:
         """Recall memory into a frame as text ready to read, with each block's score breakdown. The recall is
         recorded and reinforces what it returns; with a query in a session it also issues the session's
@@ -58,20 +71,20 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         who, sid = actor(ctx), optional_session(session_id)
         return ledger_call(lambda: ledger.recall(who, query, frame, top_k, sid))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Curate memory", annotations=writes(destructive=True))
     def memory_curate(ctx: Context) -> CurateResult:
         """Curate memory now: archive blocks that have decayed, prune weak links, reinforce the constitution and
         the strongest blocks. It also runs by itself every 40 active hours."""
         who = actor(ctx)
         return ledger_call(lambda: ledger.curate(who))
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
+    @mcp.tool(title="Report a memory outcome", annotations=writes())
     def memory_outcome(
         ctx: Context,
-        block_ids: Annotated[list[str], Field(description="ids of the blocks the outcome is about")],
-        signal: Annotated[float, Field(description="1.0 the memories helped ... 0.0 they misled")],
-        note: str | None = None,
-        session_id: str | None = None,
+        block_ids: Annotated[list[str], BLOCK_IDS],
+        signal: Annotated[float, SIGNAL],
+        note: Annotated[str | None, NOTE] = None,
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> OutcomeResult:
         """Record how useful recalled blocks proved (1.0 helped ... 0.0 misled): it updates their confidence, and a
         signal below 0.2 makes them decay twice as fast."""
@@ -83,13 +96,13 @@ def register_setup(mcp: MCPServer, tools: ToolContext) -> None:
     """Add ``memory_setup``: the constitution, an identity and values, stored once."""
     ledger, actor, session_of = tools.ledger, tools.actor, tools.session_of
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    @mcp.tool(title="Set up memory", annotations=writes(idempotent=True))
     def memory_setup(
         ctx: Context,
-        identity: str | None = None,
-        values: list[str] | None = None,
-        seed: bool = True,
-        session_id: str | None = None,
+        identity: Annotated[str | None, IDENTITY] = None,
+        values: Annotated[list[str] | None, VALUES] = None,
+        seed: Annotated[bool, SEED] = True,
+        session_id: Annotated[str | None, SESSION_ID] = None,
     ) -> MemorySetupResult:
         """Set up memory: the 10 constitutional blocks (seed=True), an identity (self/context) and values
         (self/value). Running it again creates no duplicates."""

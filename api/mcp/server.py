@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from api.auth import identity_from_headers, proven_for_request
-from api.mcp import anchor, brain, enforcement, gate, memory, prompts, sessions, tasks
+from api.mcp import anchor, brain, enforcement, gate, memory, prompts, resources, sessions, tasks
+from api.mcp.base import LedgerServer
 from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
 from api.mcp.observe import ToolObserver
 from api.ratelimit import RateLimiter
@@ -40,6 +42,7 @@ def build_mcp(
     fallback_agent: str = "local",
     limiter: RateLimiter | None = None,
     transport: str | None = None,
+    checkpoint_file: Path | None = None,
 ) -> MCPServer:
     """Build the MCP server.
 
@@ -48,7 +51,8 @@ def build_mcp(
     from each request's API key.
 
     Every tool call is logged and, with a ``limiter``, rate-limited (:mod:`api.mcp.observe`); ``transport`` names
-    it in the log (default: ``memory`` with ``agent`` set, else ``http``).
+    it in the log (default: ``memory`` with ``agent`` set, else ``http``). ``checkpoint_file`` is where the latest
+    checkpoint resource reads from.
     """
     default: dict[str, str | None] = {"session_id": None, "refused": None}
 
@@ -71,8 +75,9 @@ def build_mcp(
                 with contextlib.suppress(LedgerError):
                     ledger.clock_out(Actor(agent, "mcp"), sid)
 
-    mcp = MCPServer(
+    mcp = LedgerServer(
         "compliance-ledger",
+        title="Compliance Ledger",
         version=package_version(),
         instructions=prompts.INSTRUCTIONS,
         lifespan=lifespan,
@@ -111,6 +116,7 @@ def build_mcp(
     memory.register_setup(mcp, tools)
     gate.register_verify(mcp, tools)
     prompts.register(mcp)
+    resources.register(mcp, tools, checkpoint_file)
     for register in EXTENSIONS if extensions is None else extensions:
         register(mcp, tools)
     forbid_unknown_arguments(mcp)

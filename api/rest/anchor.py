@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
+from api.fields import PROOF, SESSION_ID_FORM, TIER, session_id_field
 from api.rest.context import Caller, StrictBody
 from ledger.anchor.report import AnchorResult
 from ledger.service import Ledger
@@ -14,10 +15,10 @@ from ledger.sessions.report import SessionState
 
 
 class Anchor(StrictBody):
-    session_id: str
-    role: str
-    proof_candidate: str = Field(description="the whole ===ODYSSEAN_ANCHOR_PROOF::v5.0=== block")
-    tier: str = Field("default", description="quick | default | deep")
+    session_id: Annotated[str, session_id_field(f"the session_id POST /sessions returned ({SESSION_ID_FORM})")]
+    role: str = Field(description="your role in the session, e.g. 'dev'")
+    proof_candidate: Annotated[str, PROOF]
+    tier: Annotated[str, TIER] = "default"
 
 
 class Unlock(StrictBody):

@@ -113,7 +113,7 @@ def _mcp_app(ledger: Ledger, settings: Settings, limits: RateLimiter | None) -> 
 
     from api.mcp.server import build_mcp
 
-    mcp = build_mcp(ledger, fallback_agent=settings.agent, limiter=limits)
+    mcp = build_mcp(ledger, fallback_agent=settings.agent, limiter=limits, checkpoint_file=settings.checkpoint_path)
     loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,

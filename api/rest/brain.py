@@ -8,12 +8,13 @@ to the configured local agent when it is omitted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from api.fields import BRAIN_CONTEXT, SESSION_ID_FORM, described, session_id_field
 from api.rest.context import Caller, StrictBody
 from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
 from ledger.brain.report import BrainAnswer, BrainHealth
@@ -21,20 +22,25 @@ from ledger.core.errors import LedgerError
 from ledger.memory.decisions import MAX_CONTENT_CHARS
 from ledger.service import Actor, Ledger, check_agent
 
-CONTEXT_HELP = "what you are working on: steers retrieval (recorded with the search)"  # as the MCP tools say
-
 
 class BrainRequest(StrictBody):
-    prompt: str = Field(
-        description=f"a question, or a declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters to "
-        f"store as a thought (at most {MAX_CONTENT_CHARS})"
-    )
+    prompt: Annotated[
+        str,
+        described(
+            f"a question, or a declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters to store as a "
+            "thought",
+            minLength=1,
+            maxLength=MAX_CONTENT_CHARS,
+        ),
+    ]
     agent_id: str | None = Field(
         None, description="with API keys: ignored (the key names the agent); without: the agent (default: local)"
     )
     agent_name: str | None = Field(None, description="display name, echoed in the trace")
-    context: str | None = Field(None, description=CONTEXT_HELP)
-    session_id: str | None = Field(None, description="continue this ledger session; omitted: a new one is opened")
+    context: Annotated[str | None, BRAIN_CONTEXT] = None
+    session_id: Annotated[
+        str | None, session_id_field(f"continue this ledger session ({SESSION_ID_FORM}); omitted: a new one is opened")
+    ] = None
 
 
 def brain_actor(ledger: Ledger, caller: Actor, agent_id: str | None) -> tuple[Actor, bool]:

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import Field
 
+from api.fields import REQUEST_ID, SESSION_ID_FORM, described, session_id_field
 from api.rest.context import Caller, Reader, StrictBody
 from ledger.service import Ledger
-from ledger.sessions import gate
 from ledger.sessions.report import AssertResult, StampVerification
 
 
 class AssertCompliance(StrictBody):
-    session_id: str
-    request_id: str | None = Field(None, description=f"optional id of this request, {gate.REQUEST_ID_HELP}")
+    session_id: Annotated[str, session_id_field(f"the session_id POST /sessions returned ({SESSION_ID_FORM})")]
+    request_id: Annotated[str | None, REQUEST_ID] = None
 
 
 class VerifyStamp(StrictBody):
-    receipt: str
+    receipt: Annotated[str, described("the receipt string that POST /compliance/assert returned with the stamp")]
 
 
 def router(ledger: Ledger) -> APIRouter:

@@ -2,53 +2,75 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from api.fields import (
+    CONTENT,
+    LIMIT,
+    NOTE,
+    QUERY,
+    RECALL_QUERY,
+    SESSION_ID_FORM,
+    SIGNAL,
+    TOP_K,
+    described,
+    session_id_field,
+)
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.core.errors import InvalidInput
 from ledger.memory import decisions as memory
-from ledger.memory.recall import MAX_TOP_K
 from ledger.memory.report import BlockDetail, BlockList, CurateResult, OutcomeResult, RecallResult, RememberResult
 from ledger.service import Ledger
 from ledger.sessions.report import SearchResult
 
+SESSION_ID = session_id_field(f"the session_id POST /sessions returned ({SESSION_ID_FORM})")
+# A tag, the category and each block id are normalised (stripped, lower-cased, de-duplicated) before they are
+# checked, so only the limits the raw value meets exactly are published here (the MCP schema states the forms).
+TAGS = described(
+    f"tags to find it by, e.g. ['project/db']: lower-case letters, digits, '_', '-', '.', '/' (at most "
+    f"{memory.MAX_TAG_CHARS} characters each)",
+    maxItems=memory.MAX_TAGS,
+)
+BLOCK_IDS = described("ids of the blocks the outcome is about", minItems=1)
+
 
 class Remember(StrictBody):
-    content: str = Field(description=f"the memory text, at most {memory.MAX_CONTENT_CHARS} characters")
-    tags: list[str] = Field(default_factory=list)
-    session_id: str | None = None
+    content: Annotated[str, CONTENT]
+    tags: Annotated[list[str], TAGS] = Field(default_factory=list)
+    session_id: Annotated[str | None, SESSION_ID] = None
     category: str | None = Field(
         None, description="one lower-case word, default 'knowledge'; 'observation' decays fastest"
     )
 
 
 class Recall(StrictBody):
-    query: str | None = Field(None, description="what the task is about; omit to get the strongest blocks")
+    query: Annotated[str | None, RECALL_QUERY] = None
     frame: Literal["self", "attention", "task"] = Field(
         "attention", description="self: identity and values; attention: relevant knowledge; task: goals and context"
     )
-    top_k: int = Field(5, description=f"1..{MAX_TOP_K}")
-    session_id: str | None = Field(
-        None, description="with a query, the recall issues this session's compliance token; without, none"
-    )
+    top_k: Annotated[int, TOP_K] = 5
+    session_id: Annotated[
+        str | None,
+        session_id_field("with a query, the recall issues this session's compliance token; without, none"),
+    ] = None
 
 
 class Outcome(StrictBody):
-    block_ids: list[str] = Field(description="ids of the blocks the outcome is about")
-    signal: float = Field(description="1.0 the memories helped ... 0.0 they misled")
-    note: str | None = None
-    session_id: str | None = None
+    block_ids: Annotated[list[str], BLOCK_IDS]
+    signal: Annotated[float, SIGNAL]
+    note: Annotated[str | None, NOTE] = None
+    session_id: Annotated[str | None, SESSION_ID] = None
 
 
 class Search(StrictBody):
-    query: str
-    session_id: str
-    limit: int = Field(10, description=f"1..{memory.MAX_LIMIT}")
+    query: Annotated[str, QUERY]
+    session_id: Annotated[str, SESSION_ID]
+    limit: Annotated[int, LIMIT] = 10
 
 
 def router(ledger: Ledger) -> APIRouter:

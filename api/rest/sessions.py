@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, status
 from pydantic import Field
 
+from api.fields import FOCUS, WORKING_DIR
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.service import Ledger
@@ -15,8 +16,8 @@ from ledger.sessions.report import SessionInfo, SessionState
 
 class ClockIn(StrictBody):
     role: str = Field(description="the agent's role, e.g. dev")
-    working_dir: str | None = None
-    focus: str | None = None
+    working_dir: Annotated[str | None, WORKING_DIR] = None
+    focus: Annotated[str | None, FOCUS] = None
 
 
 def router(ledger: Ledger) -> APIRouter:

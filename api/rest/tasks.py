@@ -6,11 +6,12 @@ from the credential. The table's row is chosen by the task's role; the acting ro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, status
 from pydantic import Field
 
+from api.fields import DNA, SESSION_ID_FORM, TASK_ID, TITLE, described, session_id_field
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.service import Ledger
@@ -20,12 +21,12 @@ TRANSITION_HELP = "target status, or 'restore' to return a blocked task to where
 
 
 class CreateTask(StrictBody):
-    task_id: str = Field(description="a slug: lower-case letters, digits, '.', '_', '-'")
-    title: str
+    task_id: Annotated[str, TASK_ID]
+    title: Annotated[str, TITLE]
     task_type: str = "task"
     role: str = "dev"
     status: str = "ready"
-    dna: dict[str, Any] = Field(default_factory=dict)
+    dna: Annotated[dict[str, Any], DNA] = Field(default_factory=dict)
 
 
 class UpdateDna(StrictBody):
@@ -34,8 +35,8 @@ class UpdateDna(StrictBody):
 
 
 class Transition(StrictBody):
-    to_status: str = Field(description=TRANSITION_HELP)
-    session_id: str = Field(description="your session: its role is the acting role")
+    to_status: Annotated[str, described(TRANSITION_HELP)]
+    session_id: Annotated[str, session_id_field(f"your session ({SESSION_ID_FORM}): its role is the acting role")]
 
 
 def _ledger(request: Request) -> Ledger:

@@ -17,8 +17,12 @@ MAX_QUERY_CHARS = 1_000
 MAX_LIMIT = 100
 MAX_OUTCOME_BLOCKS = 50
 DEFAULT_CATEGORY = "knowledge"
-_TAG = re.compile(r"^[a-z0-9][a-z0-9_\-./]*$")
-_CATEGORY = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
+# Also published in the MCP and REST schemas (a tag or category is lower-cased and stripped before it is matched).
+TAG_PATTERN = r"^[a-z0-9][a-z0-9_\-./]*$"
+CATEGORY_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
+MAX_CATEGORY_CHARS = 32
+_TAG = re.compile(TAG_PATTERN)
+_CATEGORY = re.compile(CATEGORY_PATTERN)
 
 
 def normalise(content: str) -> str:
@@ -61,7 +65,7 @@ def check_tags(tags: list[str] | None) -> list[str]:
     clean: list[str] = []
     for tag in tags:
         t = tag.strip().lower() if isinstance(tag, str) else ""
-        if not t or len(t) > MAX_TAG_CHARS or not _TAG.match(t):
+        if not t or len(t) > MAX_TAG_CHARS or not _TAG.fullmatch(t):
             raise InvalidInput(
                 f"tag {tag!r} is not valid",
                 f"tags are lower-case letters, digits, '_', '-', '.', '/' (at most {MAX_TAG_CHARS}), e.g. 'project/db'",
@@ -76,7 +80,7 @@ def check_category(category: str | None) -> str:
     if category is None:
         return DEFAULT_CATEGORY
     c = category.strip().lower() if isinstance(category, str) else ""
-    if not _CATEGORY.match(c):
+    if not _CATEGORY.fullmatch(c):
         raise InvalidInput(
             f"category {category!r} is not valid",
             "send one lower-case word such as 'knowledge', 'decision' or 'observation' (decays fastest)",

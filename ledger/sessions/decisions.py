@@ -13,8 +13,11 @@ from projections.sessions import STREAM_PREFIX, SessionView
 MAX_ROLE_CHARS = 64
 MAX_FOCUS_CHARS = 500
 MAX_PATH_CHARS = 4096
-_ROLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_SESSION_ID = re.compile(r"^ses_[0-9a-f]{20}$")
+# The forms as JSON Schema patterns too (the MCP and REST schemas publish them): whole-string matches.
+ROLE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+SESSION_ID_PATTERN = r"^ses_[0-9a-f]{20}$"
+_ROLE = re.compile(ROLE_PATTERN)
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 def stream_for(session_id: str) -> str:
@@ -27,7 +30,7 @@ def new_session_id() -> str:
 
 def check_session_id(session_id: str) -> str:
     """Reject malformed ids before touching the store."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise InvalidInput(
             f"{session_id!r} is not a session id",
             "send the session_id that clock_in returned (ses_ followed by 20 hex digits)",
@@ -37,7 +40,7 @@ def check_session_id(session_id: str) -> str:
 
 def check_role(role: str) -> str:
     role = (role or "").strip() if isinstance(role, str) else ""
-    if not role or len(role) > MAX_ROLE_CHARS or not _ROLE.match(role):
+    if not role or len(role) > MAX_ROLE_CHARS or not _ROLE.fullmatch(role):
         raise InvalidInput(
             f"role {role!r} is not valid",
             f"send a role name of letters, digits, '_', '.' or '-' (at most {MAX_ROLE_CHARS}), e.g. 'dev'",

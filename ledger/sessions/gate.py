@@ -36,7 +36,8 @@ MSG_STORE_DOWN = (
 )
 
 MAX_REQUEST_ID_CHARS = 128
-_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also published in the MCP and REST schemas
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 REQUEST_ID_HELP = (
     f"1 to {MAX_REQUEST_ID_CHARS} characters: letters, digits and . _ : - (starting with a letter or digit), "
     "e.g. a UUID; send the same id again only to retry the same request"

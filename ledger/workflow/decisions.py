@@ -29,7 +29,9 @@ MEMORY_CONTRIBUTION_ID: Final = "memory_contribution_id"
 PDSA_REF: Final = "pdsa_ref"
 MAX_TITLE_CHARS: Final = 200
 MAX_DNA_BYTES: Final = 20_000
-_TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+MAX_TASK_ID_CHARS: Final = 64
+TASK_ID_PATTERN: Final = r"^[a-z0-9][a-z0-9._-]{0,63}$"  # also published in the MCP and REST schemas
+_TASK_ID = re.compile(TASK_ID_PATTERN)
 _RULE_FIELDS: Final = {"allowedActors", "requireRole", "newRole", "requiresDna", "clearsDna"}
 
 
@@ -165,7 +167,7 @@ def _rule(key: str, spec: Any, statuses: Sequence[str], roles: Sequence[str], fa
 
 
 def check_task_id(task_id: str) -> str:
-    if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
+    if not isinstance(task_id, str) or not _TASK_ID.fullmatch(task_id):
         raise InvalidInput(
             f"task id {task_id!r} is not valid",
             "use a slug of lower-case letters, digits, '.', '_' or '-' (at most 64), e.g. 'memory-gate-42'",
