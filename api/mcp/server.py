@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from api.auth import identity_from_headers, proven_for_request
 from api.mcp import anchor, brain, enforcement, gate, memory, prompts, sessions, tasks
 from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
+from api.mcp.protocol import SpecServer
 from ledger.core.errors import LedgerError, SessionLocked
 from ledger.service import Actor, Ledger
 
@@ -63,7 +64,7 @@ def build_mcp(
                 with contextlib.suppress(LedgerError):
                     ledger.clock_out(Actor(agent, "mcp"), sid)
 
-    mcp = MCPServer("compliance-ledger", instructions=prompts.INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    mcp = SpecServer("compliance-ledger", instructions=prompts.INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     def actor(ctx: Context) -> Actor:
         if agent:
