@@ -1,7 +1,10 @@
 """CORS for the MCP endpoint and the brain routes, off unless origins are configured (``LEDGER_CORS_ORIGINS``).
 
 Starlette's :class:`CORSMiddleware` decides, scoped to ``/mcp`` and ``/api/v1/``; every other route never
-answers a cross-origin browser. Two refinements for the seed's brain wrapper (AC-B6):
+answers a cross-origin browser. A preflight may ask for every header current MCP clients send (``MCP-Protocol-Version``
+on each request after ``initialize``, ``Mcp-Session-Id``, ``Mcp-Method`` / ``Mcp-Name``, ``Last-Event-ID``, trace
+context), and answers expose what clients read (``Mcp-Session-Id``, ``Retry-After``): tests/e2e/test_ts_sdk.py runs the
+official TypeScript clients through a browser's CORS checks. Two refinements for the seed's brain wrapper (AC-B6):
 
 * every ``OPTIONS`` on those paths is answered here with **204** and the CORS headers — a browser preflight
   (a disallowed origin, method or header still gets Starlette's 400) and a bare ``curl -X OPTIONS`` alike;
@@ -20,8 +23,23 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 CORS_METHODS = ("GET", "POST", "DELETE", "OPTIONS")
-CORS_HEADERS = ("Content-Type", "mcp-session-id", "Authorization", "X-API-Key")
-CORS_EXPOSE = ("mcp-session-id",)
+# What browser MCP clients send (the TypeScript SDK's Streamable HTTP transport): the protocol version after
+# initialize, the session and resumption ids, the SEP-2243 routing headers, W3C trace context; plus our API keys.
+CORS_HEADERS = (
+    "Content-Type",
+    "Accept",
+    "Authorization",
+    "X-API-Key",
+    "MCP-Protocol-Version",
+    "Mcp-Session-Id",
+    "Mcp-Method",
+    "Mcp-Name",
+    "Last-Event-ID",
+    "traceparent",
+    "tracestate",
+)
+# What clients read from an answer: the session id (stateful servers), and when to retry a 503 or a 429.
+CORS_EXPOSE = ("Mcp-Session-Id", "Retry-After")
 
 
 def in_scope(path: str) -> bool:

@@ -72,9 +72,19 @@ def build_dist() -> Path:
     return wheel
 
 
+def check_node_for_ci() -> None:
+    """In CI the Node tests (official TypeScript MCP clients, the MCP conformance suite, which needs Node >= 22) are
+    mandatory: install the packages tests/node pins, Node 22 among them, up front, and fail loudly if that fails."""
+    if not os.environ.get("CI"):
+        return
+    if run(PY, "-m", "tests.node_support") != 0:
+        sys.exit("[dev] the Node.js packages pinned in tests/node could not be installed; CI requires them")
+
+
 def cmd_test(args: list[str]) -> int:
     ensure_venv("dev")
     check_postgres_for_ci()
+    check_node_for_ci()
     for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
         say("running " + " ".join(step))
         if run(BIN / step[0], *step[1:]) != 0:

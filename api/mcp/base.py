@@ -14,12 +14,13 @@ from contextvars import ContextVar
 from typing import Any
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
 from pydantic import AnyUrl, ValidationError
 
 from api.mcp.arguments import clean, explain
+from api.mcp.protocol import SpecServer
 
 _READING: ContextVar[Context[Any, Any] | None] = ContextVar("ledger_mcp_reading", default=None)
 
@@ -32,8 +33,9 @@ def reading() -> Context[Any, Any]:
     return ctx
 
 
-class LedgerServer(MCPServer[Any]):
-    """``MCPServer`` with clean descriptions, explained argument errors and known resource readers."""
+class LedgerServer(SpecServer):
+    """``MCPServer`` with the specification's error codes (:class:`~api.mcp.protocol.SpecServer`), clean
+    descriptions, explained argument errors and known resource readers."""
 
     def add_tool(
         self,

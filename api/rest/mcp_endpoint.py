@@ -43,7 +43,7 @@ class LazyMcp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._app if self._app is not None else await self._start()
-        await app(scope, receive, send)
+        await app(_trimmed(scope), receive, send)
 
     async def _start(self) -> ASGIApp:
         if self._lock is None:
@@ -56,6 +56,16 @@ class LazyMcp:
                 await self._group.start(_serve, session_manager)
                 self._app = app
         return self._app
+
+
+def _trimmed(scope: Scope) -> Scope:
+    """The request with its header values stripped of surrounding whitespace, which is not part of a field value
+    (RFC 9110 §5.5): uvicorn's HTTP parser keeps trailing blanks, and the SDK compares ``Mcp-Name`` and
+    ``Mcp-Method`` with the body byte for byte (the conformance suite's ``http-header-validation`` sends them)."""
+    headers = scope.get("headers") or []
+    if all(value == value.strip(b" \t") for _, value in headers):
+        return scope
+    return {**scope, "headers": [(name, value.strip(b" \t")) for name, value in headers]}
 
 
 async def _serve(

@@ -255,11 +255,11 @@ def test_cors_star_answers_preflights_with_204_on_the_mcp_and_brain_routes_only(
         allowed_headers = response.headers["access-control-allow-headers"].lower()
         assert {"content-type", "mcp-session-id", "authorization", "x-api-key"} <= set(allowed_headers.split(", "))
     assert bare.status_code == 204 and bare.headers["access-control-allow-origin"] == "*"
-    assert bare.headers["access-control-expose-headers"] == "mcp-session-id"
+    assert bare.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After"
     assert listed.status_code == 200 and listed.headers["access-control-allow-origin"] == "*"
     assert "query_brain" in listed.text
     assert answered.status_code == 200 and answered.headers["access-control-allow-origin"] == "*"
-    assert answered.headers["access-control-expose-headers"] == "mcp-session-id"
+    assert answered.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After"
     assert other.status_code == 200 and "access-control-allow-origin" not in other.headers
     assert other_preflight.status_code == 405 and "access-control-allow-origin" not in other_preflight.headers
 
@@ -276,6 +276,44 @@ def test_cors_with_named_origins_allows_only_those(make_ledger: LedgerFactory, s
     assert allowed.status_code == 204 and allowed.headers["access-control-allow-origin"] == "https://claude.ai"
     assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
     assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers
+
+
+def test_a_browser_preflight_may_send_every_header_current_mcp_clients_send(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
+    """What the TypeScript SDK sends after initialize (protocol version, session, resumption, the SEP-2243 routing
+    headers, trace context), from a page on an allowed origin, against `compliance-ledger serve`."""
+    mcp_headers = "content-type,mcp-protocol-version,mcp-session-id,mcp-method,mcp-name,last-event-id"
+    sent = f"{mcp_headers},authorization,traceparent,tracestate"
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    make_ledger(url)
+    with (
+        compliance_ledger_serve(tmp_path, url, LEDGER_CORS_ORIGINS='["https://app.example"]') as base,
+        httpx.Client() as http,
+    ):
+        preflights = {
+            method: http.options(
+                f"{base}/mcp",
+                headers={
+                    "Origin": "https://app.example",
+                    "Access-Control-Request-Method": method,
+                    "Access-Control-Request-Headers": sent,
+                },
+            )
+            for method in ("POST", "GET", "DELETE")
+        }
+        posted = http.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"Origin": "https://app.example", "MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"},
+        )
+    for preflight in preflights.values():
+        assert preflight.status_code == 204, preflight.text
+        assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+        assert set(sent.split(",")) <= set(preflight.headers["access-control-allow-headers"].lower().split(", "))
+    assert posted.status_code == 200 and posted.headers["access-control-allow-origin"] == "https://app.example"
+    exposed = posted.headers["access-control-expose-headers"].lower().split(", ")
+    assert {"mcp-session-id", "retry-after"} <= set(exposed)
 
 
 def test_a_cors_origin_must_be_star_or_an_origin() -> None:
