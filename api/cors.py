@@ -3,8 +3,9 @@
 Starlette's :class:`CORSMiddleware` decides, scoped to ``/mcp`` and ``/api/v1/``; every other route never
 answers a cross-origin browser. A preflight may ask for every header current MCP clients send (``MCP-Protocol-Version``
 on each request after ``initialize``, ``Mcp-Session-Id``, ``Mcp-Method`` / ``Mcp-Name``, ``Last-Event-ID``, trace
-context), and answers expose what clients read (``Mcp-Session-Id``, ``Retry-After``): tests/e2e/test_ts_sdk.py runs the
-official TypeScript clients through a browser's CORS checks. Two refinements for the seed's brain wrapper (AC-B6):
+context), and answers expose what clients read (``Mcp-Session-Id``, ``Retry-After``, ``X-Request-ID``):
+tests/e2e/test_ts_sdk.py runs the official TypeScript clients through a browser's CORS checks. Two refinements
+for the seed's brain wrapper (AC-B6):
 
 * every ``OPTIONS`` on those paths is answered here with **204** and the CORS headers — a browser preflight
   (a disallowed origin, method or header still gets Starlette's 400) and a bare ``curl -X OPTIONS`` alike;
@@ -39,7 +40,7 @@ CORS_HEADERS = (
     "tracestate",
 )
 # What clients read from an answer: the session id (stateful servers), and when to retry a 503 or a 429.
-CORS_EXPOSE = ("Mcp-Session-Id", "Retry-After")
+CORS_EXPOSE = ("Mcp-Session-Id", "Retry-After", "X-Request-ID")
 
 
 def in_scope(path: str) -> bool:

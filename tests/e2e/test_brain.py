@@ -255,11 +255,11 @@ def test_cors_star_answers_preflights_with_204_on_the_mcp_and_brain_routes_only(
         allowed_headers = response.headers["access-control-allow-headers"].lower()
         assert {"content-type", "mcp-session-id", "authorization", "x-api-key"} <= set(allowed_headers.split(", "))
     assert bare.status_code == 204 and bare.headers["access-control-allow-origin"] == "*"
-    assert bare.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After"
+    assert bare.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After, X-Request-ID"
     assert listed.status_code == 200 and listed.headers["access-control-allow-origin"] == "*"
     assert "query_brain" in listed.text
     assert answered.status_code == 200 and answered.headers["access-control-allow-origin"] == "*"
-    assert answered.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After"
+    assert answered.headers["access-control-expose-headers"] == "Mcp-Session-Id, Retry-After, X-Request-ID"
     assert other.status_code == 200 and "access-control-allow-origin" not in other.headers
     assert other_preflight.status_code == 405 and "access-control-allow-origin" not in other_preflight.headers
 
