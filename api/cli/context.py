@@ -28,13 +28,38 @@ def operator() -> Actor:
     return Actor(OPERATOR_NAME, "cli", admin=True)
 
 
-def settings_of(ctx: typer.Context) -> Settings:
-    """The settings the root options made for this invocation."""
+def settings_problem(exc: Exception) -> InvalidInput:
+    """What is wrong with the settings (``LEDGER_*`` variables and root options), said as invalid input."""
+    errors = getattr(exc, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else None
+    if first is None:
+        return InvalidInput(f"the settings are not valid: {exc}", "fix the LEDGER_* environment variables")
+    name = ".".join(str(part) for part in first.get("loc", ())) or "settings"
+    return InvalidInput(
+        f"the setting {name} is not valid: {first.get('msg', 'invalid value')}",
+        f"fix LEDGER_{name.upper()} in the environment (or the option that sets it)",
+    )
+
+
+def settings_or_error(ctx: typer.Context) -> Settings:
+    """The settings the root options made for this invocation; raises :class:`InvalidInput` when they are not
+    valid (a bad ``LEDGER_*`` variable)."""
     from api.settings import Settings
 
     settings = ctx.obj
+    if isinstance(settings, InvalidInput):
+        raise settings
     assert isinstance(settings, Settings)
     return settings
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The settings the root options made for this invocation; invalid ones end the command (exit 2) with what
+    to fix."""
+    try:
+        return settings_or_error(ctx)
+    except InvalidInput as exc:
+        raise fail(exc) from exc
 
 
 EXIT_BUSY = 75  # EX_TEMPFAIL: the write lock was held past LEDGER_LOCK_TIMEOUT_SECONDS; nothing was recorded

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.context import settings_of
+from api.cli.context import settings_or_error
 from ledger.core.errors import LedgerError, NotInitialised, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def _open(ctx: typer.Context, agent: str | None) -> tuple[Ledger, str]:
     if not agent:
         raise InvalidInput("no --agent", "reinstall the hooks with `compliance-ledger connect claude-code --hooks`")
     who = check_agent(agent)
-    return open_ledger(settings_of(ctx)), who
+    return open_ledger(settings_or_error(ctx)), who
 
 
 def _unreachable(exc: BaseException) -> bool:

@@ -10,7 +10,7 @@ import typer
 import typer.core
 
 from api.cli import anchor, audit, connect, doctor, hook, keys, memory, report, servers, setup, tasks
-from api.cli.context import fail
+from api.cli.context import fail, settings_problem
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import bad_char, find_bad_text
@@ -85,9 +85,14 @@ def _global(
         overrides["home"] = home
     if key_file:
         overrides["key_file"] = key_file
+    from pydantic import ValidationError
+
     from api.settings import Settings  # pydantic-settings: not on the path of --help
 
-    ctx.obj = Settings(**overrides)
+    try:
+        ctx.obj = Settings(**overrides)
+    except ValidationError as exc:  # said by the command that needs the settings (a hook still answers)
+        ctx.obj = settings_problem(exc)
 
 
 # Top-level commands first, then the groups: the order --help has always shown (tests/golden/surface.json).

@@ -120,3 +120,10 @@ def test_init_refuses_a_receipt_key_that_is_not_the_ledgers_own(make_ledger: Led
     code, _, err = cli(tmp_path, url, "init")
     assert code == 1
     assert "restore the original key file" in err
+
+
+def test_a_setting_that_is_not_valid_is_named_with_what_to_fix(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["--home", str(tmp_path), "report", "compliance"], env={"LEDGER_PORT": "x"})
+    assert result.exit_code == 2
+    assert "the setting port is not valid" in result.stderr and "LEDGER_PORT" in result.stderr
+    assert "Traceback" not in result.output + result.stderr

@@ -45,10 +45,16 @@ CONTINUING = {**STOP, "stop_hook_active": True}
 
 
 def hook(
-    home: Path, url: str, which: str, stdin: dict[str, Any] | str, *extra: str, agent: str | None = "alice"
+    home: Path,
+    url: str,
+    which: str,
+    stdin: dict[str, Any] | str,
+    *extra: str,
+    agent: str | None = "alice",
+    environment: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, Any] | None]:
     """Run the hook as the client does; its exit code and the JSON answer on stdout (``None``: empty stdout)."""
-    env = {k: v for k, v in os.environ.items() if k != "LEDGER_AGENT"}
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_AGENT"} | (environment or {})
     env["PYTHONPATH"] = str(ROOT)
     args = ["--home", str(home), "--db", url, "hook", which, *(["--agent", agent] if agent else []), *extra]
     text = stdin if isinstance(stdin, str) else json.dumps(stdin)
@@ -181,6 +187,18 @@ def test_a_hook_without_an_agent_holds_the_stop_and_lets_the_prompt_through(
     prompted = hook(tmp_path, url, "user-prompt-submit", PROMPT, agent=None)
     assert held[1] is not None and held[1]["decision"] == "block" and "--agent" in held[1]["reason"]
     assert prompted[0] == 0 and prompted[1] is not None and "--agent" in prompted[1]["systemMessage"]
+
+
+def test_settings_that_are_not_valid_hold_the_stop_and_let_the_prompt_through(
+    make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
+    ledger = make_ledger()
+    url, broken = str(ledger.store.engine.url), {"LEDGER_PORT": "not-a-port"}
+    held = hook(tmp_path, url, "stop", STOP, environment=broken)
+    prompted = hook(tmp_path, url, "user-prompt-submit", PROMPT, environment=broken)
+    assert held[0] == 0 and held[1] is not None and held[1]["decision"] == "block"
+    assert "port" in held[1]["reason"]
+    assert prompted[0] == 0 and prompted[1] is not None and "port" in prompted[1]["systemMessage"]
 
 
 def test_the_compliance_report_shows_hook_decisions_over_rest_and_the_cli(
