@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
-    port: int = Field(8787, ge=1, le=65535)
+    port: int = Field(8787, ge=0, le=65535, description="serve: the port to listen on; 0 picks a free one")
     allowed_hosts: list[str] = Field(default_factory=list, description="extra Host headers accepted over HTTP")
     cors_origins: list[str] = Field(
         default_factory=list,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import hypothesis
 import pytest
 
 from api.bootstrap import initialise
@@ -20,6 +21,12 @@ from api.settings import Settings
 from ledger.core import clock as _clock
 from ledger.service import Ledger
 from tests.anchor_support import git
+
+# Hypothesis times each example (a 200 ms deadline) and its data generation (the too_slow health check): on a
+# loaded machine that measures the machine, and one slow example fails the run as "flaky". Off for every
+# property test; their example counts still bound them.
+hypothesis.settings.register_profile("ledger", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+hypothesis.settings.load_profile("ledger")
 
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES"))

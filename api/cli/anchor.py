@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from api.cli.context import fail, ledger_for, operator
+from api.cli.context import AsJson, fail, ledger_for, operator
 from api.cli.output import out, print_json
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT
@@ -25,7 +25,7 @@ def anchor_validate(
     agent: Annotated[str, typer.Option(envvar="LEDGER_AGENT", help="the agent that owns the session")],
     role: Annotated[str | None, typer.Option(help="role to claim (default: the session's role)")] = None,
     tier: Annotated[str, typer.Option(help="quick | default | deep")] = "default",
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Submit an anchor proof for a session. Exit 0 when validated, 1 when not."""
     from ledger.service import Actor

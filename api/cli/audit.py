@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from api.cli.context import fail, ledger_for, parse_when
-from api.cli.output import err, out, print_compliance, print_json, progress
+from api.cli.context import AsJson, fail, ledger_for, parse_when
+from api.cli.output import err, out, print_compliance, print_json, progress, table
 from ledger.core.errors import InvalidInput, LedgerError
 from ledger.core.limits import MAX_INT64
 
@@ -27,6 +27,7 @@ def verify(
         typer.Option(
             "--checkpoint",
             help="a checkpoint file (JSON lines) or a directory of them, kept outside the database; repeatable",
+            metavar="<path>",
             exists=True,
         ),
     ] = None,
@@ -87,7 +88,7 @@ def checkpoint_cmd(
 
 def verify_stamp(
     ctx: typer.Context,
-    receipt: str,
+    receipt: Annotated[str, typer.Argument(help="the receipt a PASS stamp carried (its `receipt` field)")],
     public_key: Annotated[
         Path | None,
         typer.Option(
@@ -96,7 +97,7 @@ def verify_stamp(
             exists=True,
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Check a stamp receipt. Exit 0 when genuine, 1 when not.
 
@@ -137,10 +138,10 @@ def replay(
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="also drop the projection snapshots and write new ones from position 0")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
-    from rich.table import Table
+    from rich.table import Column
 
     moment = parse_when(as_of)
     if rebuild and (moment is not None or position is not None):
@@ -187,25 +188,24 @@ def replay(
     )
     for k in skipped:
         err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")
-    table = Table("session", "agent", "role", "open", "token", "searches", "stamps", "refusals")
+    counts = [Column(name, justify="right", no_wrap=True) for name in ("searches", "stamps", "refusals")]
+    sessions = table(Column("session", no_wrap=True), "agent (role)", "open", "token", *counts)
     for s in states[-50:]:
-        table.add_row(
+        sessions.add_row(
             s.session_id,
-            s.agent,
-            s.role,
+            f"{s.agent} ({s.role})",
             "no" if s.ended_at else "yes",
             s.token.status,
             str(s.searches),
             str(s.stamps),
             str(s.refusals),
         )
-    out.print(table)
+    out.print(sessions)
     print_compliance(result.compliance())
     m = memory_state
     out.print(
         f"memory: {m.blocks} blocks ({m.archived} archived, {m.constitutional} constitutional), {m.edges} edges, "
-        f"{m.curates} curate runs, {m.active_hours:.2f} active hours",
-        soft_wrap=True,
+        f"{m.curates} curate runs, {m.active_hours:.2f} active hours"
     )
     for b in blocks:
         sc = b.score
@@ -214,43 +214,53 @@ def replay(
             f"similarity {sc.similarity:.3f}, confidence {sc.confidence:.3f}, recency {sc.recency:.4f} "
             f"({sc.active_hours_since_reinforced:.2f} active h since reinforced), centrality {sc.centrality:.3f}, "
             f"reinforcement {sc.reinforcement:.3f}",
-            soft_wrap=True,
             markup=False,
         )
 
 
 def events(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines")] = False,
-    stream: Annotated[str | None, typer.Option()] = None,
-    type: Annotated[str | None, typer.Option("--type")] = None,
-    after: Annotated[int, typer.Option(min=0, max=MAX_INT64)] = 0,
-    limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64)] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print JSON lines (one event a line) instead of a table")
+    ] = False,
+    stream: Annotated[
+        str | None, typer.Option(help="only this stream, e.g. session:ses_... or block:blk_... or ledger")
+    ] = None,
+    type: Annotated[str | None, typer.Option("--type", help="only events of this type, e.g. ComplianceStamped")] = None,
+    after: Annotated[int, typer.Option(min=0, max=MAX_INT64, help="only events after this position")] = 0,
+    limit: Annotated[int | None, typer.Option(min=1, max=MAX_INT64, help="at most this many events")] = None,
 ) -> None:
     """List events in position order."""
-    from rich.table import Table
+    from rich.table import Column
 
     from api.render import event_dict
 
     with ledger_for(ctx) as ledger:
-        table = Table("pos", "recorded_at", "stream", "type", "agent", "hash")
+        listing = table(
+            Column("pos", justify="right", no_wrap=True),
+            "recorded at",
+            "stream",
+            Column("type", no_wrap=True),  # at most 23 characters, one line
+            "agent",
+            Column("hash", no_wrap=True),
+        )
         for n, rec in enumerate(ledger.store.iter_records(after, stream=stream, types=[type] if type else None), 1):
             row = event_dict(rec)
             if as_json:
                 print_json(row)
             else:
-                table.add_row(
+                listing.add_row(
                     str(rec.position),
-                    rec.recorded_at,
+                    rec.recorded_at[:19].replace("T", " ") + "Z",  # to the second; --json has it all
                     rec.stream,
                     rec.type,
                     str(row["meta"].get("agent", "")),
-                    rec.hash[:12],
+                    rec.hash[:8],
                 )
             if limit and n >= limit:
                 break
         if not as_json:
-            out.print(table)
+            out.print(listing)
 
 
 def register(app: typer.Typer) -> None:

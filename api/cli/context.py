@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,9 @@ from ledger.core.errors import InvalidInput, LedgerError, StoreBusy
 if TYPE_CHECKING:  # the ledger loads only when a command needs it: ``--help`` and ``--version`` stay fast
     from api.settings import Settings
     from ledger.service import Actor, Ledger
+
+# --json on every command that prints a report: the same data as the text, for scripts.
+AsJson = Annotated[bool, typer.Option("--json", help="print JSON (the whole answer) instead of text")]
 
 # The person at the console: whoever can run this command can read the database and key anyway.
 OPERATOR_NAME = "operator"

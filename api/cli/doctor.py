@@ -5,32 +5,32 @@ from __future__ import annotations
 import typer
 
 from api.cli.context import settings_of
-from api.cli.output import out
+from api.cli.output import out, table
 from ledger.core.errors import LedgerError
 
 
 def doctor(ctx: typer.Context) -> None:
     """Check the database, schema, receipt key, hash chain head and search index. Exit 1 on a problem."""
-    from rich.table import Table
+    from rich.table import Column
 
     from api.bootstrap import open_ledger, redact
     from ledger.audit import checkpoints
     from projections.search_index import CHECKPOINT
 
     settings = settings_of(ctx)
-    table = Table("check", "status", "detail")
+    checks = table(Column("check", no_wrap=True), Column("status", no_wrap=True), "detail")
     problems = 0
 
     def row(name: str, ok: bool, detail: str) -> None:
         nonlocal problems
         problems += not ok
-        table.add_row(name, "[green]ok[/green]" if ok else "[red]FAIL[/red]", detail)
+        checks.add_row(name, "[green]ok[/green]" if ok else "[red]FAIL[/red]", detail)
 
     try:
         ledger = open_ledger(settings)
     except LedgerError as exc:
         row("receipt key", False, f"{exc.message} — {exc.hint}")
-        out.print(table)
+        out.print(checks)
         raise typer.Exit(1) from exc
     row("receipt key", True, f"{settings.key_path} (id {ledger.key.key_id})")
     try:
@@ -94,7 +94,7 @@ def doctor(ctx: typer.Context) -> None:
         row("database", False, f"{exc.message} — {exc.hint}")
     finally:
         ledger.store.dispose()
-    out.print(table)
+    out.print(checks)
     raise typer.Exit(1 if problems else 0)
 
 

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from api.cli.context import fail, ledger_for, operator
-from api.cli.output import err, out, print_json
+from api.cli.context import AsJson, fail, ledger_for, operator
+from api.cli.output import err, out, print_json, table
 from ledger.core.errors import InvalidInput
 
 group = typer.Typer(help="Manage HTTP API keys.", no_args_is_help=True)
@@ -38,31 +38,23 @@ def keys_add(
 
 
 @group.command("list")
-def keys_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def keys_list(ctx: typer.Context, as_json: AsJson = False) -> None:
     """Every key ever issued: id, agent, role, issued at, and revoked at / by / why."""
-    from rich import box
-    from rich.table import Column, Table
+    from rich.table import Column
 
     with ledger_for(ctx) as ledger:
         listed = ledger.api_key_list(operator())
     if as_json:
         print_json([k.model_dump(mode="json") for k in listed])
         return
-    table = Table(
-        Column("key id", no_wrap=True),
-        Column("agent", overflow="fold"),
-        "role",
-        Column("issued at", no_wrap=True),
-        Column("revoked", overflow="fold"),
-        box=box.SIMPLE_HEAD,
-    )
+    listing = table(Column("key id", no_wrap=True), "agent", "role", Column("issued at", no_wrap=True), "revoked")
     for k in listed:
         revoked = "-"
         if k.revoked_at is not None:
             revoked = f"{_minute(k.revoked_at)} by {k.revoked_by or '?'}" + (f": {k.reason}" if k.reason else "")
             revoked += f" (replaced by {k.replaced_by})" if k.replaced_by else ""
-        table.add_row(k.key_id, k.agent, k.role, _minute(k.issued_at), revoked)
-    out.print(table if listed else "no API keys issued")
+        listing.add_row(k.key_id, k.agent, k.role, _minute(k.issued_at), revoked)
+    out.print(listing if listed else "no API keys issued")
 
 
 def _minute(moment: _dt.datetime) -> str:

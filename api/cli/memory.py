@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from api.cli.context import fail, ledger_for, operator, parse_when
-from api.cli.output import out, print_json
+from api.cli.context import AsJson, fail, ledger_for, operator, parse_when
+from api.cli.output import out, print_json, table
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_INT64
 
@@ -35,11 +36,12 @@ def memory_list(
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the blocks as they were then")] = None,
     position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the blocks as of this position")] = None,
     limit: Annotated[int, typer.Option(help="at most this many blocks (1..100)")] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Memory blocks (by default the live ones), best score first, with their decay state."""
-    from rich import box
-    from rich.table import Table
+    from rich.console import Group
+    from rich.table import Column
+    from rich.text import Text
 
     if archived and all_blocks:
         raise fail(InvalidInput("--archived and --all were both given", "send one of them, not both"))
@@ -61,30 +63,21 @@ def memory_list(
         f"(as of {result.as_of.isoformat()}, {result.active_hours:.2f} active hours)"
         + (f"; showing {len(result.blocks)}" if len(result.blocks) < result.count else "")
     )
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("id", no_wrap=True, min_width=28)  # a whole block id, to copy into `memory show`
-    table.add_column("tier", no_wrap=True)
-    for name in ("score", "recency", "conf", "reinf", "archived"):
-        table.add_column(name, no_wrap=True, justify="right")
-    table.add_column("content", ratio=1)
+    # The content goes under the block's id, in the one column that takes what the numbers leave: a whole id (to
+    # copy into `memory show`) and readable text at 80 columns, one line each on a wide terminal.
+    numbers = ["score", "recency", "conf", "reinf", *(["archived"] if archived or all_blocks else [])]
+    listing = table("block", Column("tier", no_wrap=True), *[Column(n, justify="right", no_wrap=True) for n in numbers])
     for b in result.blocks:
-        table.add_row(
-            b.block_id,
-            b.tier,
-            f"{b.score.total:.3f}",
-            f"{b.score.recency:.3f}",
-            f"{b.confidence:.3f}",
-            str(b.reinforcements),
-            "yes" if b.archived_at else "no",
-            _clip(b.content),
-        )
-    out.print(table)
+        values = [f"{b.score.total:.3f}", f"{b.score.recency:.3f}", f"{b.confidence:.3f}", str(b.reinforcements)]
+        values += ["yes" if b.archived_at else "no"] if archived or all_blocks else []
+        listing.add_row(Group(Text(b.block_id, no_wrap=True), Text(_clip(b.content), style="dim")), b.tier, *values)
+    out.print(listing)
 
 
 def _print_block(b: BlockOut) -> None:
-    from rich.table import Table
+    from rich.table import Column
 
-    table = Table("field", "value", show_header=False)
+    fields = table(Column("field", no_wrap=True), "value", header=False)
     for name, value in [
         ("id", b.block_id),
         ("tags", ", ".join(b.tags) or "—"),
@@ -96,11 +89,11 @@ def _print_block(b: BlockOut) -> None:
         ("last reinforced", f"{b.last_reinforced_at.isoformat()} ({b.score.active_hours_since_reinforced:.2f} h ago)"),
         ("archived", b.archived_at.isoformat() if b.archived_at else "no"),
     ]:
-        table.add_row(name, value)
-    out.print(table)
+        fields.add_row(name, value)
+    out.print(fields)
     out.print(b.content, highlight=False)
     s = b.score
-    score = Table("component", "value", "weight")
+    score = table("component", Column("value", justify="right"), Column("weight", justify="right"))
     for part in ("similarity", "confidence", "recency", "centrality", "reinforcement"):
         score.add_row(part, f"{getattr(s, part):.4f}", f"{s.weights.get(part, 0.0):.2f}")
     score.add_row("total", f"{s.total:.4f}", "")
@@ -114,10 +107,10 @@ def memory_show(
     block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the block as it was then")] = None,
     position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the block as of this position")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """One block: its fields, score breakdown and every event that touched it."""
-    from rich.table import Table
+    from rich.table import Column
 
     moment = parse_when(as_of)
     with ledger_for(ctx) as ledger:
@@ -127,14 +120,15 @@ def memory_show(
         return
     out.print(f"block at position {detail.position} (as of {detail.as_of.isoformat()})")
     _print_block(detail.block)
-    history = Table("pos", "recorded_at", "type", "agent")
+    history = table(Column("pos", justify="right", no_wrap=True), "recorded at", Column("type", no_wrap=True), "agent")
     for e in detail.history:
-        history.add_row(str(e.position), e.recorded_at.isoformat(), e.type, e.agent or "")
+        recorded = e.recorded_at.astimezone(_dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")  # --json has it all
+        history.add_row(str(e.position), recorded, e.type, e.agent or "")
     out.print(history)
 
 
 @group.command("curate")
-def memory_curate(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def memory_curate(ctx: typer.Context, as_json: AsJson = False) -> None:
     """Curate now: archive decayed blocks, prune weak edges, reinforce the constitution and the strongest blocks."""
     with ledger_for(ctx) as ledger:
         result = ledger.curate(operator())

@@ -1,5 +1,6 @@
-"""What the command line prints with: rich consoles made on first use, JSON lines, progress bars, the compliance
-table that ``replay`` and ``report compliance`` share, and the stop hooks' table."""
+"""What the command line prints with: rich consoles made on first use, JSON lines, progress bars, the table
+style every listing uses (fits the terminal, never cuts a value), the compliance table that ``replay`` and
+``report compliance`` share, and the stop hooks' table."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # rich loads only when something is printed: ``--help`` and ``--version`` stay fast
     from rich.console import Console
+    from rich.table import Column, Table
 
 
 class _Console:
@@ -59,28 +61,41 @@ def progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
         yield lambda n: bar.update(task, completed=n)
 
 
+def table(*columns: str | Column, title: str | None = None, header: bool = True) -> Table:
+    """A listing that fits the terminal (80 columns too) without cutting a value: a rule under the header and no
+    side borders, and a column named by a string folds a long value onto more lines instead of ending it in
+    "…" (an id that is cut cannot be copied). Pass a ``Column`` for anything else (``no_wrap`` for short ids)."""
+    from rich import box
+    from rich.table import Column, Table
+
+    cols = [Column(c, overflow="fold") if isinstance(c, str) else c for c in columns]
+    return Table(*cols, title=title, show_header=header, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+
+
 def print_compliance(rows: list[Any]) -> None:
     """Per-agent searches, stamp requests, passes, fails and pass rate as a table."""
-    from rich.table import Table
+    from rich.table import Column
 
-    table = Table("agent", "searches", "stamp requests", "passes", "fails", "pass rate")
+    numbers = [Column(name, justify="right") for name in ("searches", "stamp requests", "passes", "fails", "pass rate")]
+    listing = table("agent", *numbers)
     for a in rows:
         rate = "—" if a.pass_rate is None else f"{a.pass_rate:.0%}"
-        table.add_row(a.agent, str(a.searches), str(a.stamp_requests), str(a.passes), str(a.fails), rate)
-    out.print(table)
+        listing.add_row(a.agent, str(a.searches), str(a.stamp_requests), str(a.passes), str(a.fails), rate)
+    out.print(listing)
 
 
 def print_stop_hooks(rows: list[Any]) -> None:
     """Per-agent turns and Stop hook answers (``compliance-ledger hook``), when any agent has some."""
-    from rich.table import Table
+    from rich.table import Column
 
     hooked = [a for a in rows if any(a.stop_hook.model_dump().values())]
     if not hooked:
         return
-    table = Table("agent", "turns", "stops blocked", "stops allowed", "loop-guard passes", title="stop hooks")
+    numbers = [Column(n, justify="right") for n in ("turns", "stops blocked", "stops allowed", "loop-guard passes")]
+    listing = table("agent", *numbers, title="stop hooks")
     for a in hooked:
         h = a.stop_hook
-        table.add_row(
+        listing.add_row(
             a.agent, str(h.turns_started), str(h.stops_blocked), str(h.stops_allowed), str(h.loop_guard_passes)
         )
-    out.print(table)
+    out.print(listing)

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from api.cli.context import ledger_for, parse_when
-from api.cli.output import out, print_compliance, print_json, print_stop_hooks
+from api.cli.context import AsJson, ledger_for, parse_when
+from api.cli.output import out, print_compliance, print_json, print_stop_hooks, table
 from ledger.core.limits import MAX_INT64
 
 group = typer.Typer(help="Compliance reports.", no_args_is_help=True)
@@ -16,10 +16,10 @@ group = typer.Typer(help="Compliance reports.", no_args_is_help=True)
 @group.command("compliance")
 def report_compliance(
     ctx: typer.Context,
-    agent: Annotated[str | None, typer.Option()] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of")] = None,
-    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    agent: Annotated[str | None, typer.Option(help="only this agent")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: the report as it was then")] = None,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the report as of this position")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Per-agent searches, stamp requests, passes, fails and pass rate, and the stop hooks' answers."""
     with ledger_for(ctx) as ledger:
@@ -45,11 +45,11 @@ def report_enforcement(
     ctx: typer.Context,
     agent: Annotated[str | None, typer.Option(help="only this agent's checks")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay the checks recorded by then")] = None,
-    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64)] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the report as of this position")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
-    from rich.table import Column, Table
+    from rich.table import Column
 
     with ledger_for(ctx) as ledger:
         report = ledger.enforcement_report(agent, as_of=parse_when(as_of), position=position)
@@ -63,19 +63,14 @@ def report_enforcement(
     def where() -> Column:
         return Column("tool.action", no_wrap=True)
 
-    tools = Table(
-        where(),
-        "checks",
-        "compliant",
-        "blocked",
-        "warned",
-        Column("most missing", overflow="fold"),
-        title="by tool/action",
-    )
+    def numbers(*names: str) -> list[Column]:
+        return [Column(name, justify="right", no_wrap=True) for name in names]
+
+    tools = table(where(), *numbers("checks", "compliant", "blocked", "warned"), "most missing", title="by tool/action")
     for r in report.by_tool:
         row = (str(r.checks), _pct(r.compliance_rate), str(r.blocked), str(r.warned), _params(r.most_missing))
         tools.add_row(f"{r.tool}.{r.action}", *row)
-    agents = Table("agent", where(), "checks", "compliant", "level now (base)", title="by agent")
+    agents = table("agent", where(), *numbers("checks", "compliant"), "level now (base)", title="by agent")
     for a in report.by_agent:
         for lv in a.tools:
             level = f"{lv.current_level.value} ({lv.base_level.value})"
@@ -84,14 +79,8 @@ def report_enforcement(
     if not report.problem_areas:
         out.print(f"no problem areas (compliance below {report.problem_threshold:.0%})")
         return
-    problems = Table(
-        "agent",
-        where(),
-        "compliant",
-        "checks",
-        "failed",
-        Column("common missing", overflow="fold"),
-        title="problem areas",
+    problems = table(
+        "agent", where(), *numbers("compliant", "checks", "failed"), "common missing", title="problem areas"
     )
     for p in report.problem_areas:
         counts = (_pct(p.compliance_rate), str(p.checks), str(p.failed), _params(p.common_missing))

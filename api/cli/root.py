@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from api.cli import anchor, audit, connect, doctor, hook, keys, memory, report, servers, setup, tasks
+from api.cli import anchor, audit, connect, doctor, helptext, hook, keys, memory, report, servers, setup, tasks
 from api.cli.context import fail, settings_problem
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT
@@ -28,7 +28,12 @@ def argv_field(args: list[str], index: int) -> str:
 
 class _CheckedGroup(typer.core.TyperGroup):
     """The root command refuses an argument or option value holding a NUL or a lone surrogate (undecodable bytes
-    reach Python as lone surrogates) before any command runs: exit 2, as for any invalid input."""
+    reach Python as lone surrogates) before any command runs: exit 2, as for any invalid input. Built with the
+    whole command tree, it tidies every command's ``--help`` (``helptext``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        helptext.tidy(self)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         for i, token in enumerate(args):

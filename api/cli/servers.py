@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,7 +13,7 @@ import typer
 
 from api.cli.context import fail, settings_of
 from api.cli.output import err
-from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.errors import Conflict, InvalidInput, LedgerError
 
 if TYPE_CHECKING:
     from api.settings import Settings
@@ -80,6 +82,33 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (not yet listening), or the error to print: taken, not allowed or no such
+    address. ``serve`` binds before it announces anything, so a taken port is said first and plainly."""
+    address = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
+    try:
+        sock.bind((address, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise Conflict(
+                f"port {port} on {host} is already in use by another program",
+                f"stop that program, or choose another port: --port {port + 1 if port < 65535 else 8787} "
+                "(or LEDGER_PORT), or --port 0 for any free one",
+            ) from exc
+        if exc.errno == errno.EACCES:
+            raise InvalidInput(
+                f"not allowed to listen on port {port} of {host}", "choose a port above 1023 with --port"
+            ) from exc
+        raise InvalidInput(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            "send --host with an address of this machine (default 127.0.0.1)",
+        ) from exc
+    return sock
+
+
 def _tune_malloc(arenas: int = 2, mmap_threshold: int = 128 * 1024) -> None:
     """Tune glibc's malloc for a long-running threaded server, before it starts its threads:
 
@@ -109,7 +138,9 @@ def _tune_malloc(arenas: int = 2, mmap_threshold: int = 128 * 1024) -> None:
 def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option(help="bind address (default 127.0.0.1)")] = None,
-    port: Annotated[int | None, typer.Option(help="port (default 8787)")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="port (default 8787; 0: any free port, named when it starts)")
+    ] = None,
     agent: Annotated[str | None, typer.Option(help="agent name for callers when no API keys exist")] = None,
     allowed_host: Annotated[list[str] | None, typer.Option(help="extra Host header to accept")] = None,
     log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
@@ -136,12 +167,18 @@ def serve(
         }
     )
     try:
+        sock = _bind(settings.host, settings.port)
+    except LedgerError as exc:
+        raise fail(exc) from exc
+    try:
         ledger, report = initialise(settings, seed_new=True)
         ring = ledger.key_ring()
     except LedgerError as exc:
+        sock.close()
         raise fail(exc) from exc
     keys = ring.ever_issued  # once any key was issued every request needs a live one, even if all are revoked
     if not _is_loopback(settings.host) and not keys:
+        sock.close()
         ledger.store.dispose()
         raise fail(
             InvalidInput(
@@ -149,7 +186,13 @@ def serve(
                 "create one with `compliance-ledger keys add --agent NAME`, or bind to 127.0.0.1",
             )
         )
-    err.print(f"Compliance Ledger on http://{settings.host}:{settings.port}  (REST; MCP at /mcp; docs at /docs)")
+    # Listening from here on: a client that connects after the line below waits in the backlog until uvicorn
+    # accepts, so the printed address is a readiness signal. With --port 0 it names the port the system chose.
+    sock.listen(2048)
+    port = sock.getsockname()[1]
+    shown = f"[{settings.host.strip('[]')}]" if ":" in settings.host else settings.host  # an IPv6 address in a URL
+    # One line, never wrapped: scripts (and the tests) read the address from it.
+    err.print(f"Compliance Ledger on http://{shown}:{port}  (REST; MCP at /mcp; docs at /docs)", soft_wrap=True)
     err.print(
         f"database {redact(report.database_url)}; "
         + (
@@ -167,14 +210,14 @@ def serve(
             )
     _operate(settings, log_json)
     # No uvicorn access log: api/rest/observe.py logs each request; uvicorn's own records go through api/logs.py.
-    uvicorn.run(
-        build_app(ledger, settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        access_log=False,
-        log_config=None,
-    )
+    config = uvicorn.Config(build_app(ledger, settings), log_level="warning", access_log=False, log_config=None)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if not server.started:  # the app's startup failed; uvicorn said why
+        raise typer.Exit(3)
 
 
 def register(app: typer.Typer) -> None:

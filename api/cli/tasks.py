@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from api.cli.context import OPERATOR_NAME, fail, ledger_for, parse_when
-from api.cli.output import err, out, print_json
+from api.cli.context import OPERATOR_NAME, AsJson, fail, ledger_for, parse_when
+from api.cli.output import err, out, print_json, table
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import find_bad_text
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 group = typer.Typer(help="Workflow tasks with DNA gates.", no_args_is_help=True)
 
 AgentOption = Annotated[str, typer.Option("--agent", envvar="LEDGER_AGENT", help="the agent acting")]
+TaskId = Annotated[str, typer.Argument(help="the task's slug, as `task list` shows it")]
 JSON_HINT = 'send a JSON object, e.g. {"blocked_reason": "waiting for the schema"}'
 
 
@@ -59,7 +60,7 @@ def task_create(
     role: Annotated[str, typer.Option(help="the role the task is assigned to")] = "dev",
     status: Annotated[str, typer.Option(help="starting status")] = "ready",
     dna: Annotated[str, typer.Option(help="initial DNA as a JSON object")] = "{}",
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Create a task."""
     from ledger.service import Actor
@@ -75,9 +76,9 @@ def task_create(
 @group.command("show")
 def task_show(
     ctx: typer.Context,
-    task_id: str,
+    task_id: TaskId,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Show a task (now or as of a time)."""
     moment = parse_when(as_of)
@@ -92,30 +93,28 @@ def task_list(
     status: Annotated[str | None, typer.Option(help="only this status")] = None,
     role: Annotated[str | None, typer.Option(help="only tasks assigned to this role")] = None,
     task_type: Annotated[str | None, typer.Option("--type", help="task | bug")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """List tasks."""
-    from rich.table import Table
-
     with ledger_for(ctx) as ledger:
         tasks = ledger.task_list(status=status, role=role, task_type=task_type)
     if as_json:
         print_json([t.model_dump(mode="json") for t in tasks])
         return
-    table = Table("task", "type", "status", "role", "title")
+    listing = table("task", "type", "status", "role", "title")
     for t in tasks:
-        table.add_row(t.task_id, t.task_type, t.status, t.role, t.title)
-    out.print(table)
+        listing.add_row(t.task_id, t.task_type, t.status, t.role, t.title)
+    out.print(listing)
 
 
 @group.command("dna")
 def task_dna(
     ctx: typer.Context,
-    task_id: str,
+    task_id: TaskId,
     fields: Annotated[str, typer.Argument(help="JSON object of fields to set")] = "{}",
     agent: AgentOption = "operator",
     remove: Annotated[list[str] | None, typer.Option("--remove", help="a field to remove")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Set (and/or remove) DNA fields: the seed's `update-dna <slug> '<json>' <actor>`."""
     from ledger.service import Actor
@@ -129,14 +128,14 @@ def task_dna(
 @group.command("transition")
 def task_transition(
     ctx: typer.Context,
-    task_id: str,
+    task_id: TaskId,
     to_status: Annotated[str, typer.Argument(help="target status, or 'restore'")],
     role: Annotated[
         str | None, typer.Argument(help="acting role (the seed's <actor>): a session is opened for it")
     ] = None,
     agent: AgentOption = "operator",
     session: Annotated[str | None, typer.Option(help="act in this existing session (and its role)")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Move a task: the seed's `transition <slug> <to> <actor>`. Exit 1 when refused."""
     from ledger.service import Actor

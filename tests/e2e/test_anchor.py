@@ -16,8 +16,8 @@ from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.anchor_support import proof
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
 from tests.mcp_support import call
+from tests.server_support import HTTP_TIMEOUT, running
 
 pytestmark = pytest.mark.anyio
 OPERATOR = Actor("operator", "cli", admin=True)
@@ -161,7 +161,7 @@ def test_anchor_outcomes_appear_in_reports_and_session_state(
         ledger.anchor(who, locked, "dev", proof(phase="B9"))
     agent_key = ledger.issue_api_key(OPERATOR, "dev-1").api_key
     admin_key = ledger.issue_api_key(OPERATOR, "boss", admin=True).api_key
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         report = http.get("/reports/compliance", headers={"X-API-Key": agent_key}).json()["agents"][0]
         state = http.get(f"/sessions/{locked}", headers={"X-API-Key": agent_key}).json()["anchor"]
         url = f"/admin/sessions/{locked}/anchor/unlock"

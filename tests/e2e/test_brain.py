@@ -4,13 +4,7 @@ on an in-memory client."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +18,8 @@ from ledger.core.events import MemoryRemembered, MemorySearched
 from ledger.memory.decisions import MAX_CONTENT_CHARS, block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import rpc, running
+from tests.e2e.test_http import rpc
+from tests.server_support import HTTP_TIMEOUT, compliance_ledger_serve, running
 
 SEED_STATEMENT = (
     "Test contribution from MCP wrapper acceptance test — this is a declarative statement over fifty characters long."
@@ -73,53 +68,13 @@ def key_for(ledger: Ledger, agent: str) -> dict[str, str]:
 # --- the seed's acceptance commands against `compliance-ledger serve` ------------------------------------------
 
 
-@contextmanager
-def compliance_ledger_serve(tmp_path: Path, url: str, **env: str) -> Iterator[str]:
-    """`compliance-ledger serve` in a subprocess on a free loopback port; stopped afterwards."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    environ = {**os.environ, "LEDGER_HOME": str(tmp_path), "LEDGER_DATABASE_URL": url, **env}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "api", "serve", "--port", str(port)],
-        env=environ,
-        cwd=str(tmp_path),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # readiness wait for the subprocess, not a timing assumption
-            if proc.poll() is not None:
-                raise RuntimeError(f"serve exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-            try:
-                if httpx.get(f"{base}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("serve did not start")
-            time.sleep(0.05)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
-
-
 def test_the_seed_ac_b2_to_b6_pass_against_compliance_ledger_serve(
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:
     ledger = make_ledger(db_url)
     with (
         compliance_ledger_serve(tmp_path, db_url, LEDGER_CORS_ORIGINS='["*"]') as base,
-        httpx.Client(headers={"Content-Type": "application/json"}) as http,
+        httpx.Client(headers={"Content-Type": "application/json"}, timeout=HTTP_TIMEOUT) as http,
     ):
         # AC-B2: initialize (the seed's protocol version is accepted and answered).
         init = rpc(
@@ -140,7 +95,7 @@ def test_the_seed_ac_b2_to_b6_pass_against_compliance_ledger_serve(
         # AC-B5: tools/call contribute_to_brain with the seed's statement
         contributed = call(http, base, "contribute_to_brain", {"prompt": SEED_STATEMENT}, id=4)
         # AC-B6: curl -s -I -X OPTIONS (with CORS configured)
-        options = httpx.options(f"{base}/mcp")
+        options = httpx.options(f"{base}/mcp", timeout=HTTP_TIMEOUT)
     assert queried["trace"]["thoughts_retrieved"] == len(queried["result"]["sources"])
     assert queried["trace"]["thoughts_contributed"] == 0 and queried["trace"]["prompt_kind"] == "too_short"
     assert contributed["trace"]["thoughts_contributed"] == 1
@@ -161,7 +116,7 @@ def test_over_http_the_answers_carry_the_session_and_thought_ids_and_continue_a_
     make_ledger: LedgerFactory, serve: Any
 ) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         first = call(http, base, "contribute_to_brain", {"prompt": ROLES, "context": "reviewing the workflow table"})
         sid = first["trace"]["session_id"]
         second = call(http, base, "query_brain", {"prompt": "Who reviews a change?", "session_id": sid})
@@ -178,7 +133,7 @@ def test_contribute_to_brain_refuses_what_it_would_not_store_and_records_nothing
     make_ledger: LedgerFactory, serve: Any
 ) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         head = ledger.store.head()
         short = rpc(http, base, "tools/call", {"name": "contribute_to_brain", "arguments": {"prompt": "too short"}})
         question = rpc(
@@ -215,7 +170,7 @@ PREFLIGHT = {
 
 
 def test_cors_is_off_by_default(make_ledger: LedgerFactory, serve: Any) -> None:
-    with serve(make_ledger()) as base, httpx.Client() as http:
+    with serve(make_ledger()) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         bare = http.options(f"{base}/mcp")
         preflight = http.options(f"{base}/api/v1/memory", headers=PREFLIGHT)
         cross = http.post(
@@ -235,7 +190,7 @@ def test_cors_is_off_by_default(make_ledger: LedgerFactory, serve: Any) -> None:
 def test_cors_star_answers_preflights_with_204_on_the_mcp_and_brain_routes_only(
     make_ledger: LedgerFactory, serve: Any
 ) -> None:
-    with serve(make_ledger(), cors_origins=["*"]) as base, httpx.Client() as http:
+    with serve(make_ledger(), cors_origins=["*"]) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         preflights = [http.options(f"{base}{path}", headers=PREFLIGHT) for path in ("/mcp", "/api/v1/memory")]
         bare = http.options(f"{base}/api/v1/health")
         listed = http.post(
@@ -265,7 +220,7 @@ def test_cors_star_answers_preflights_with_204_on_the_mcp_and_brain_routes_only(
 
 
 def test_cors_with_named_origins_allows_only_those(make_ledger: LedgerFactory, serve: Any) -> None:
-    with serve(make_ledger(), cors_origins=["https://claude.ai"]) as base, httpx.Client() as http:
+    with serve(make_ledger(), cors_origins=["https://claude.ai"]) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         allowed = http.options(f"{base}/mcp", headers=PREFLIGHT)
         refused = http.options(f"{base}/mcp", headers={**PREFLIGHT, "Origin": "https://evil.example"})
         foreign = http.post(
@@ -329,7 +284,7 @@ def test_a_declarative_statement_is_stored_with_its_contributor_and_found_by_oth
     make_ledger: LedgerFactory, db_url: str, serve: Any
 ) -> None:
     ledger = make_ledger(db_url)
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         stored = ask(http, base, {"prompt": ROLES, "agent_id": "alice", "agent_name": "Alice A."})
         found = ask(http, base, {"prompt": "Who reviews the implementers' change?", "agent_id": "bob"})
     trace = stored["trace"]
@@ -364,7 +319,7 @@ def test_questions_follow_ups_and_short_prompts_retrieve_but_are_not_stored(
     make_ledger: LedgerFactory, serve: Any, prompt: str, kind: str
 ) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         ask(http, base, {"prompt": ROLES, "agent_id": "alice"})
         before = len(remembered(ledger))
         answer = ask(http, base, {"prompt": prompt, "agent_id": "bob"})
@@ -381,7 +336,7 @@ def test_a_duplicate_statement_reports_the_existing_thought_and_is_not_a_contrib
     make_ledger: LedgerFactory, serve: Any
 ) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         first = ask(http, base, {"prompt": ROLES, "agent_id": "alice"})
         again = ask(http, base, {"prompt": "  " + ROLES.upper() + " ", "agent_id": "bob"})
     assert first["trace"]["thoughts_contributed"] == 1
@@ -397,7 +352,7 @@ def test_highways_appear_after_3_retrievals_by_2_agents(make_ledger: LedgerFacto
     ledger = make_ledger()
     alice, bob = key_for(ledger, "alice"), key_for(ledger, "bob")
     lonely = "Bench results are ratios against a baseline measured in the same run on the same machine."
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         ask(http, base, {"prompt": ROLES, "agent_id": "alice"}, headers=alice)
         ask(http, base, {"prompt": lonely, "agent_id": "alice"}, headers=alice)
         answers = [
@@ -422,7 +377,7 @@ def test_highways_appear_after_3_retrievals_by_2_agents(make_ledger: LedgerFacto
 def test_with_api_keys_the_key_names_the_agent_not_the_body(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
     alice = key_for(ledger, "alice")
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         answer = ask(http, base, {"prompt": ROLES, "agent_id": "bob", "agent_name": "Bob"}, headers=alice)
         same = ask(http, base, {"prompt": "role separation", "agent_id": "alice"}, headers=alice)
         head = ledger.store.head()
@@ -440,7 +395,7 @@ def test_with_api_keys_the_key_names_the_agent_not_the_body(make_ledger: LedgerF
 
 def test_a_session_is_continued_only_by_its_own_agent(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         first = ask(http, base, {"prompt": ROLES, "agent_id": "alice"})
         sid = first["trace"]["session_id"]
         again = ask(http, base, {"prompt": "role separation", "agent_id": "alice", "session_id": sid})
@@ -477,7 +432,7 @@ def test_bad_input_is_refused_with_a_hint_and_records_nothing(
     make_ledger: LedgerFactory, serve: Any, body: dict[str, Any], status: int, says: str
 ) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         head = ledger.store.head()
         answer = ask(http, base, body, status=status)
         assert ledger.store.head() == head
@@ -487,7 +442,7 @@ def test_bad_input_is_refused_with_a_hint_and_records_nothing(
 
 def test_the_brain_health_route(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         health = http.get(f"{base}/api/v1/health")
     assert health.status_code == 200
     assert health.json() == {

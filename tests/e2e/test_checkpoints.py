@@ -12,14 +12,14 @@ from ledger.audit import checkpoints
 from ledger.core import signing
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
+from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, running
 
 ALICE = Actor("alice", "rest")
 
 
 def wait_for_checkpoint(http: httpx.Client, base: str, position: int) -> checkpoints.Checkpoint:
     """Poll until serve has written a checkpoint at ``position`` or later (readiness, not timing)."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + READY_WITHIN
     while True:
         response = http.get(f"{base}/checkpoints/latest")
         if response.status_code == 200:
@@ -39,7 +39,7 @@ def test_serve_writes_checkpoints_as_the_log_grows_and_serves_the_latest_and_the
     ledger = make_ledger(db_url)
     file = tmp_path / "kept" / "checkpoints.jsonl"
     settings = Settings(home=tmp_path, checkpoint_file=file, checkpoint_every_events=3, checkpoint_every_minutes=0)
-    with running(ledger, settings) as base, httpx.Client() as http:
+    with running(ledger, settings) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         first = wait_for_checkpoint(http, base, ledger.store.head()[0])  # one at start
         sid = http.post(f"{base}/sessions", json={"role": "dev"}).json()["session_id"]
         for i in range(4):
@@ -62,7 +62,7 @@ def test_serve_writes_checkpoints_as_the_log_grows_and_serves_the_latest_and_the
 def test_latest_checkpoint_is_a_404_with_a_hint_until_one_exists(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     ledger = make_ledger()
     settings = Settings(home=tmp_path, checkpoint_every_events=0, checkpoint_every_minutes=0)  # writer off
-    with running(ledger, settings) as base, httpx.Client() as http:
+    with running(ledger, settings) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         missing = http.get(f"{base}/checkpoints/latest")
     assert missing.status_code == 404
     assert "compliance-ledger checkpoint" in missing.json()["error"]["hint"]

@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 
-from api.rest.app import build_app
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-
-
-@contextmanager
-def running(ledger: Ledger, settings: Settings) -> Iterator[str]:
-    """Serve the app on an ephemeral loopback port; stop it afterwards."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(ledger, settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:  # readiness wait for the server thread, not a timing assumption
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
+from tests.server_support import HTTP_TIMEOUT, running
 
 
 @pytest.fixture
@@ -76,7 +49,7 @@ def tool(client: httpx.Client, base: str, name: str, args: dict[str, Any], **kw:
 def test_plain_json_rpc_posts_work_as_in_the_seed_ac_b_checks(
     make_ledger: LedgerFactory, db_url: str, serve: Any
 ) -> None:
-    with serve(make_ledger(db_url)) as base, httpx.Client() as http:
+    with serve(make_ledger(db_url)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         init = rpc(
             http,
             base,
@@ -118,7 +91,7 @@ def test_plain_json_rpc_posts_work_as_in_the_seed_ac_b_checks(
 
 def test_over_http_a_tool_without_session_id_says_to_clock_in(make_ledger: LedgerFactory, serve: Any) -> None:
     ledger = make_ledger()
-    with serve(ledger) as base, httpx.Client() as http:
+    with serve(ledger) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         head = ledger.store.head()
         result = tool(http, base, "assert_compliance", {})
     assert result["isError"] is True
@@ -139,7 +112,7 @@ async def test_an_sdk_client_earns_a_stamp_over_streamable_http(make_ledger: Led
 
 
 def test_rest_flow_from_clock_in_to_a_verified_stamp(make_ledger: LedgerFactory, db_url: str, serve: Any) -> None:
-    with serve(make_ledger(db_url)) as base, httpx.Client(base_url=base) as http:
+    with serve(make_ledger(db_url)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         assert http.get("/health").json()["status"] == "ok"
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         assert http.post("/memory/blocks", json={"content": "Use BM25 ranking", "session_id": sid}).status_code == 201
@@ -180,7 +153,7 @@ def test_reports_accept_as_of_and_position(make_ledger: LedgerFactory, serve: An
     ledger.search(who, sid, "x")
     before = ledger.store.head()[0]
     ledger.assert_compliance(who, sid)
-    with serve(ledger) as base, httpx.Client(base_url=base) as http:
+    with serve(ledger) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         then = http.get("/reports/compliance", params={"position": before}).json()
         now = http.get("/reports/compliance").json()
         token_then = http.get(f"/sessions/{sid}", params={"position": before}).json()["token"]["status"]
@@ -194,7 +167,7 @@ def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_led
     ledger = make_ledger()
     alice = ledger.issue_api_key(Actor("admin", admin=True), "alice").api_key
     bob = ledger.issue_api_key(Actor("admin", admin=True), "bob").api_key
-    with serve(ledger) as base, httpx.Client(base_url=base) as http:
+    with serve(ledger) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         missing = http.post("/sessions", json={"role": "dev"})
         wrong = http.post("/sessions", json={"role": "dev"}, headers={"Authorization": "Bearer clk_nope"})
         session = http.post("/sessions", json={"role": "dev"}, headers={"Authorization": f"Bearer {alice}"}).json()
@@ -222,7 +195,7 @@ def test_with_api_keys_every_call_needs_one_and_the_agent_comes_from_it(make_led
 
 
 def test_dns_rebinding_protection_rejects_a_foreign_host_header(make_ledger: LedgerFactory, serve: Any) -> None:
-    with serve(make_ledger()) as base, httpx.Client() as http:
+    with serve(make_ledger()) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         response = http.post(
             f"{base}/mcp",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -238,7 +211,7 @@ def test_with_the_store_unreachable_health_is_503_and_the_gate_stays_closed(
 
     make_ledger()  # creates the key
     down = open_ledger(Settings(home=tmp_path, database_url="postgresql://postgres@127.0.0.1:1/test"))
-    with serve(down) as base, httpx.Client(base_url=base) as http:
+    with serve(down) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         health = http.get("/health")
         gate = http.post("/compliance/assert", json={"session_id": "ses_" + "0" * 20})
         mcp = tool(http, base, "assert_compliance", {"session_id": "ses_" + "0" * 20})

@@ -16,12 +16,10 @@ from api.rest.app import build_app
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_brain import compliance_ledger_serve
-from tests.e2e.test_http import rpc, running, tool
+from tests.e2e.test_http import rpc, tool
+from tests.server_support import HTTP_TIMEOUT, compliance_ledger_serve, running
 
 OPERATOR = Actor("operator", "cli", admin=True)
-# Generous: on a shared PostgreSQL server every schema's appends queue for the same advisory lock.
-HTTP_TIMEOUT = 60.0
 
 
 def bearer(key: str) -> dict[str, str]:

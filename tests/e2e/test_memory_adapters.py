@@ -17,9 +17,10 @@ from ledger.memory.constitution import CONSTITUTION
 from ledger.memory.decisions import block_id_for
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running, tool
+from tests.e2e.test_http import tool
 from tests.mcp_support import call
 from tests.memory_support import aged
+from tests.server_support import HTTP_TIMEOUT, running
 
 AGENT = "agent-a"
 WHO = Actor(AGENT, "mcp")
@@ -183,7 +184,7 @@ async def test_bad_input_is_a_tool_error_that_says_what_to_send_and_records_noth
 def test_rest_recall_lists_shows_and_curates_blocks(make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> None:
     ledger = make_ledger(db_url)
     ledger.setup_memory(Actor("local", "rest"))
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         stored = http.post(
             "/memory/blocks", json={"content": MEMORIES[0], "session_id": sid, "category": "observation"}
@@ -227,7 +228,7 @@ def test_rest_lists_archived_blocks_after_curate_and_as_of_before_it(
     make_ledger: LedgerFactory, tmp_path: Path
 ) -> None:
     ledger, faded, kept = aged(make_ledger, WHO)
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         live_before = http.get("/memory/blocks").json()
         curated = http.post("/memory/curate").json()
         archived = http.get("/memory/blocks", params={"archived": "true"}).json()
@@ -249,7 +250,7 @@ def test_rest_memory_errors_use_the_error_body(make_ledger: LedgerFactory, tmp_p
     ledger = make_ledger()
     ledger.setup_memory(Actor("local", "rest"))
     head = ledger.store.head()
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         unknown = http.get("/memory/blocks/blk_000000000000000000000000")
         bad_frame = http.post("/memory/recall", json={"frame": "nope"})
         bad_top_k = http.post("/memory/recall", json={"top_k": 0})
@@ -279,7 +280,7 @@ def test_rest_memory_errors_use_the_error_body(make_ledger: LedgerFactory, tmp_p
 
 def test_mcp_over_http_recall_needs_no_session_and_issues_no_token(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     ledger = make_ledger()
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         tool(
             http,
             base,

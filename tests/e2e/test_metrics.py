@@ -13,7 +13,8 @@ from api.settings import Settings
 from ledger.service import Actor
 from tests.anchor_support import proof
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running, tool
+from tests.e2e.test_http import tool
+from tests.server_support import HTTP_TIMEOUT, running
 
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 DESCRIPTION = "Add JWT login and logout endpoints with tests for expiry."
@@ -44,7 +45,7 @@ def call(http: httpx.Client, base: str, name: str, args: dict[str, Any]) -> dict
 
 def test_the_counters_move_by_exactly_the_calls_made(make_ledger: LedgerFactory, tmp_path: Path, project: Path) -> None:
     ledger = make_ledger(project_roots=[str(project.parent)])
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         before = scrape(http, base)
         sid = call(http, base, "clock_in", {"role": "dev", "working_dir": str(project)})["session_id"]
         task = {"task_id": "t-1", "session_id": sid}
@@ -133,7 +134,7 @@ def test_counters_come_from_the_log_so_a_second_server_sees_the_first_ones_calls
     the other's counters; durations are timed where the call was made. Each app has its own registry."""
     first, second = make_ledger(), make_ledger()
     settings = Settings(home=tmp_path)
-    with running(first, settings) as a, running(second, settings) as b, httpx.Client() as http:
+    with running(first, settings) as a, running(second, settings) as b, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         before_a, before_b = scrape(http, a), scrape(http, b)
         call(http, a, "manage_task", {"action": "create", "task_id": "t-1", "title": "JWT", "description": DESCRIPTION})
         first.manage_task(Actor("ops-bot", "cli"), "update", {"task_id": "t-1", "work_notes": "fixed stuff"})
@@ -149,7 +150,7 @@ def test_counters_come_from_the_log_so_a_second_server_sees_the_first_ones_calls
 
 def test_an_action_the_rules_do_not_know_is_counted_as_other(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     ledger = make_ledger()
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         ledger.check_parameters(Actor("dev-bot", "cli"), "manage_task", "drop-tables", {"task_id": "t-1"})
         after = scrape(http, base)
     labels = {dict(k[1]).get("action") for k, v in after.items() if k[0] == "parameter_validation_total" and v}
@@ -159,7 +160,7 @@ def test_an_action_the_rules_do_not_know_is_counted_as_other(make_ledger: Ledger
 def test_once_api_keys_exist_metrics_needs_one(make_ledger: LedgerFactory, tmp_path: Path) -> None:
     ledger = make_ledger()
     key = ledger.issue_api_key(Actor("operator", "cli", admin=True), "prometheus", role="auditor").api_key
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client() as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
         anonymous = http.get(f"{base}/metrics")
         samples = scrape(http, base, Authorization=f"Bearer {key}")
         report = http.get(f"{base}/reports/enforcement", headers={"X-API-Key": key})

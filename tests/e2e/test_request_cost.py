@@ -15,10 +15,10 @@ import sqlalchemy as sa
 from api.settings import Settings
 from ledger.service import API_KEYS_STREAM, Actor
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running, tool
+from tests.e2e.test_http import tool
+from tests.server_support import HTTP_TIMEOUT, running
 
 OPERATOR = Actor("operator", "cli", admin=True)
-HTTP_TIMEOUT = 60.0
 
 
 def test_no_route_runs_a_database_call_on_the_event_loop(

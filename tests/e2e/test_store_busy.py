@@ -5,10 +5,8 @@ is held by another connection through the store's own write transaction."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,18 +14,16 @@ from typing import Any
 import anyio.to_thread
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 
 from api.mcp.server import build_mcp
-from api.rest.app import build_app
 from api.settings import Settings
 from ledger.core.storage import SqlEventStore, make_engine
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
+from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, serving, wait_until
 
 AGENT = Actor(agent="local", source="rest")
-READY_WITHIN = 60.0  # generous bound on readiness waits; nothing here asserts how long anything took
 
 
 @contextmanager
@@ -39,33 +35,6 @@ def append_lock_held(url: str) -> Iterator[None]:
             yield
     finally:
         holder.engine.dispose()
-
-
-@contextmanager
-def running(ledger: Ledger, settings: Settings) -> Iterator[tuple[str, uvicorn.Server]]:
-    """Serve the app on an ephemeral loopback port; yield its URL and the server (its event loop is reachable)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(build_app(ledger, settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), "uvicorn to start")
-    assert thread.is_alive()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server
-    finally:
-        server.should_exit = True
-        thread.join(timeout=READY_WITHIN)
-        sock.close()
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """A readiness wait: poll ``condition``; the bound only turns a hang into a failure."""
-    deadline = time.monotonic() + READY_WITHIN
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def searched_session(ledger: Ledger) -> str:
@@ -81,7 +50,7 @@ def test_a_held_append_lock_makes_assert_a_503_that_changes_nothing_and_a_retry_
     sid = searched_session(ledger)
     body = {"session_id": sid, "request_id": "req-7f3a"}
     settings = Settings(home=tmp_path, lock_timeout_seconds=0.5)
-    with running(ledger, settings) as (base, _), httpx.Client(base_url=base, timeout=READY_WITHIN) as http:
+    with serving(ledger, settings) as (base, _), httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         head = ledger.store.head()
         with append_lock_held(db_url):
             refused = http.post("/compliance/assert", json=body)
@@ -120,7 +89,7 @@ def test_health_answers_while_every_request_thread_waits_for_a_held_lock(
     ledger = make_ledger(db_url, lock_timeout_seconds=600)
     sessions = [searched_session(ledger) for _ in range(3)]
     settings = Settings(home=tmp_path, lock_timeout_seconds=600)
-    with running(ledger, settings) as (base, server), httpx.Client(base_url=base, timeout=READY_WITHIN) as http:
+    with serving(ledger, settings) as (base, server), httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         loop = server.servers[0].get_loop()
 
         async def shrink() -> Any:

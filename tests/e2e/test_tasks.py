@@ -17,8 +17,8 @@ from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
 from tests.mcp_support import call
+from tests.server_support import HTTP_TIMEOUT, running
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ async def test_claim_after_query_contribute_before_review_rework_forces_a_requer
 def test_task_routes_on_loopback(make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> None:
     ledger = make_ledger(db_url)
     who = Actor("local", "rest")
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         created = http.post("/tasks", json={"task_id": "r-1", "title": "Over REST", "role": "dev"})
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         refused = http.post("/tasks/r-1/transitions", json={"to_status": "active", "session_id": sid})

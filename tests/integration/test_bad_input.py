@@ -16,7 +16,7 @@ from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, N
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
+from tests.server_support import HTTP_TIMEOUT, running
 
 ALICE, BOB = Actor("alice", "cli"), Actor("bob", "cli")
 UNKNOWN = "ses_" + "ab" * 10
@@ -106,7 +106,7 @@ def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(
     make_ledger: LedgerFactory, tmp_path: Path
 ) -> None:
     ledger = make_ledger()
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         head = ledger.store.head()
         malformed = http.post(

@@ -13,7 +13,7 @@ from api.settings import Settings
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_INT64
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
+from tests.server_support import HTTP_TIMEOUT, running
 
 HUGE = "18446744073709551617"  # 2**64 + 1
 
@@ -22,7 +22,7 @@ def test_rest_refuses_integers_beyond_64_bits_naming_the_parameter(
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:
     ledger = make_ledger(db_url)
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=60) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         head = ledger.store.head()
         answers = {

@@ -222,4 +222,4 @@ def test_the_compliance_report_shows_hook_decisions_over_rest_and_the_cli(
     }
     assert "stop hooks" in table.stdout and "loop-guard" in table.stdout
     row = [line for line in table.stdout.splitlines() if "alice" in line][-1]
-    assert [cell.strip() for cell in row.split("│")[2:6]] == ["1", "1", "0", "1"]
+    assert row.split()[-4:] == ["1", "1", "0", "1"]

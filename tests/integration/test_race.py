@@ -30,7 +30,7 @@ from tests.conftest import LedgerFactory
 
 ROUNDS = 30
 RACER = Actor("racer", "mcp")
-REPLY_TIMEOUT = 60.0
+REPLY_TIMEOUT = 120.0  # a bound on a hang (a spawned racer imports the ledger first), not a timing expectation
 
 
 def racer(barrier: Any, conn: multiprocessing.connection.Connection) -> None:
@@ -75,7 +75,7 @@ def racer(barrier: Any, conn: multiprocessing.connection.Connection) -> None:
                 reply = conflicts
             else:
                 assert ledger is not None, "send 'open' first"
-                barrier.wait(timeout=30)
+                barrier.wait(timeout=REPLY_TIMEOUT)
                 if command == "assert":
                     result = ledger.assert_compliance(RACER, args[0])
                     reply = (result.status, result.reason, result.receipt)
@@ -127,7 +127,7 @@ class Racers:
         for conn in self.conns:
             conn.send(("stop",))
         for proc in self.procs:
-            proc.join(timeout=30)
+            proc.join(timeout=REPLY_TIMEOUT)
             if proc.is_alive():
                 proc.kill()
                 proc.join()

@@ -39,6 +39,7 @@ from ledger.service import Actor, Ledger
 from ledger.sessions import receipts
 from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
+from tests.server_support import READY_WITHIN
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 META = {"agent": "alice", "source": "cli"}
@@ -240,7 +241,7 @@ def test_threads_racing_for_one_stream_version_let_exactly_one_append_win(make_s
     outcomes: list[str] = []
 
     def contender(s: SqlEventStore, i: int) -> None:
-        barrier.wait(timeout=30)
+        barrier.wait(timeout=READY_WITHIN)
         try:
             s.append("session:r", 1, [searched("r", f"t{i}")], META)
             outcomes.append("won")
@@ -251,7 +252,7 @@ def test_threads_racing_for_one_stream_version_let_exactly_one_append_win(make_s
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=READY_WITHIN)
     assert sorted(outcomes) == ["lost", "lost", "lost", "won"]
     assert stores[0].load_stream("session:r").version == 2
     assert stores[0].verify().ok
@@ -266,7 +267,7 @@ def test_concurrent_appends_to_different_streams_keep_positions_gapless_and_the_
 
     def writer(s: SqlEventStore, i: int) -> None:
         try:
-            barrier.wait(timeout=30)
+            barrier.wait(timeout=READY_WITHIN)
             for version in range(10):
                 s.append(f"session:w{i}", version, [searched(f"w{i}", str(version))], META)
         except BaseException as exc:
@@ -276,7 +277,7 @@ def test_concurrent_appends_to_different_streams_keep_positions_gapless_and_the_
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=READY_WITHIN)
     assert errors == []
     assert [r.position for r in stores[0].iter_records()] == list(range(1, 31))
     report = stores[0].verify()

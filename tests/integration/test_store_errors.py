@@ -20,7 +20,8 @@ from ledger.core.errors import Conflict, InvalidInput, LedgerError, StoreBusy, S
 from ledger.core.storage import SqlEventStore, classify_driver_error, make_engine
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
-from tests.e2e.test_store_busy import READY_WITHIN, append_lock_held, running
+from tests.e2e.test_store_busy import append_lock_held
+from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, serving
 
 AGENT = Actor(agent="local", source="rest")
 
@@ -143,7 +144,7 @@ def test_a_database_that_refuses_writes_makes_assert_a_503_and_appends_nothing(
     try:
         with pytest.raises(StoreRefused):
             reader.assert_compliance(AGENT, sid)
-        with running(reader, settings) as (base, _), httpx.Client(base_url=base, timeout=READY_WITHIN) as http:
+        with serving(reader, settings) as (base, _), httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
             response = http.post("/compliance/assert", json={"session_id": sid})
             assert response.status_code == 503, response.text
             assert response.json()["error"]["code"] == "store_refused"

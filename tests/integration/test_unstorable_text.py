@@ -26,8 +26,8 @@ from ledger.core.events import MemoryRemembered, to_payload
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.e2e.test_http import running
 from tests.integration.test_tamper import INSERT, raw
+from tests.server_support import HTTP_TIMEOUT, running
 
 ALICE = Actor("alice", "cli")
 EVIL = "evil\x00note about the database schema"
@@ -116,7 +116,7 @@ def test_a_nul_event_in_the_database_is_skipped_and_reported_not_fatal(
     doctor = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, "doctor"])
     assert doctor.exit_code == (1 if skipped else 0), doctor.output
     assert all(f"position {p}" in doctor.output for p in skipped)
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=60) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         health = http.get("/health").json()
         rest_sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         searched = http.post("/memory/search", json={"query": "database schema", "session_id": rest_sid})
@@ -146,7 +146,7 @@ def test_rest_refuses_nul_and_lone_surrogates_naming_the_field_and_appends_nothi
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:
     ledger = make_ledger(db_url)
-    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=60) as http:
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         head = ledger.store.head()
         for method, path, body, params, field in REST_CASES:
             content = None if body is None else json.dumps(body).encode()  # \\uXXXX escapes, as a client sends them

@@ -1,0 +1,115 @@
+"""Servers for the tests that need one, each waited for by readiness, never by a fixed deadline: uvicorn on a
+loopback thread (ready when uvicorn says it started) and ``compliance-ledger serve`` in a subprocess (ready when
+it prints the address it listens on). The bounds here are generous on purpose: they only turn a hang into a
+failure, on a machine as loaded as it gets; nothing asserts how long anything took."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from api.rest.app import build_app
+from api.settings import Settings
+from ledger.service import Ledger
+
+READY_WITHIN = 120.0  # seconds a server may take to start, or a worker to reach a barrier, before the test fails
+# Every HTTP call a test makes: httpx's default (5 s) is shorter than a loaded machine can take to answer, e.g. the
+# first /mcp request, which imports the MCP SDK.
+HTTP_TIMEOUT = httpx.Timeout(READY_WITHIN)
+
+ANNOUNCED = re.compile(r"Compliance Ledger on (http://\S+)")
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """A readiness wait: poll ``condition``; the bound only turns a hang into a failure."""
+    deadline = time.monotonic() + READY_WITHIN
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@contextmanager
+def serving(ledger: Ledger, settings: Settings) -> Iterator[tuple[str, uvicorn.Server]]:
+    """Serve the app on an ephemeral loopback port; yield its URL and the server (its event loop is reachable)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(build_app(ledger, settings), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started or not thread.is_alive(), "uvicorn to start")
+    assert thread.is_alive(), "uvicorn stopped while starting (its error is above)"
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server
+    finally:
+        server.should_exit = True
+        thread.join(timeout=READY_WITHIN)
+        sock.close()
+
+
+@contextmanager
+def running(ledger: Ledger, settings: Settings) -> Iterator[str]:
+    """Serve the app on an ephemeral loopback port; yield its URL; stop it afterwards."""
+    with serving(ledger, settings) as (base, _):
+        yield base
+
+
+@contextmanager
+def compliance_ledger_serve(home: Path, url: str, *args: str, **env: str) -> Iterator[str]:
+    """`compliance-ledger serve --port 0` in a subprocess; yield the address it announced (it listens from that
+    line on, so the first request waits for it rather than failing); stopped afterwards."""
+    environ = {**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "api", "serve", "--port", "0", *args],
+        env=environ,
+        cwd=str(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:  # drains stderr for the server's whole life, so it never blocks on a full pipe
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    said: list[str] = []
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=READY_WITHIN)
+            except queue.Empty:
+                raise AssertionError(f"serve announced no address: {''.join(said)}") from None
+            if line is None:
+                proc.wait()
+                raise AssertionError(f"serve exited with {proc.returncode} before listening: {''.join(said)}")
+            said.append(line)
+            if found := ANNOUNCED.search(line):
+                break
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=READY_WITHIN)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=READY_WITHIN)  # the pipe ends with the process
+        assert proc.stderr is not None
+        proc.stderr.close()
