@@ -34,8 +34,9 @@ from ledger.core.events import MemoryCurated, MemoryRemembered
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
+from projections.query_analysis import query_terms as query_terms
+from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
-from projections.search_ranking import query_terms as query_terms
 
 
 def _fatal(exc: BaseException) -> bool:
@@ -101,6 +102,8 @@ class SearchIndex:
         self.store = store
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
+        self.analyse = True
+        """Query analysis on (stop words dropped, AND first): off, every word is OR-ed, as before it existed."""
         self._catching_up = threading.Lock()
 
     def create_schema(self) -> None:
@@ -285,11 +288,13 @@ class SearchIndex:
     def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
 
-        Any word may match, but a word matching more than :attr:`rank_at_most` blocks is left out while the query
-        has rarer words that match; a query of common words only ranks the newest :attr:`rank_at_most` blocks that
-        match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        Stop words are dropped unless the query has nothing else (:mod:`projections.query_analysis`); blocks
+        matching every remaining word rank first, then blocks matching any (:mod:`projections.search_ranking`).
+        A word matching nothing is left out, and so is a word matching more than :attr:`rank_at_most` blocks
+        while the query has rarer words that match; a query of common words only ranks the newest
+        :attr:`rank_at_most` blocks that match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
         """
-        terms = list(dict.fromkeys(query_terms(query)))
+        terms = query_terms(query) if self.analyse else words(query)
         if not terms:
             raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
         # One pooled connection for the catch-up probe, the word probes and the ranking; a catch-up in between (a
@@ -303,7 +308,7 @@ class SearchIndex:
             return self._ranked(cur, terms, limit, tag_prefix)
 
     def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most)
+        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:
