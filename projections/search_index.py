@@ -51,6 +51,10 @@ def _fatal(exc: BaseException) -> bool:
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
+TOKENIZE = "porter unicode61"
+"""FTS5's tokenizer: Porter stemming over Unicode word splitting, for the text and the query alike."""
+TS_CONFIG = "english"
+"""PostgreSQL's text search configuration: English stemming and stop words, for the text and the query alike."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
 _PENDING = (
@@ -63,16 +67,27 @@ MAX_REASON_CHARS = 500
 
 _SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
-_DDL = {
+_VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
+_VERSION = {"sqlite": f"fts5 tokenize={TOKENIZE}", "postgresql": f"tsvector config={TS_CONFIG}"}
+"""What the index was built with: when it changes (a new tokenizer), opening the ledger rebuilds the index."""
+_COMMON_DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
         _SKIPS_DDL,
-        """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='porter unicode61')""",
+        _VERSIONS_DDL,
     ],
     "postgresql": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
         _SKIPS_DDL,
+        _VERSIONS_DDL,
+    ],
+}
+_DDL = {
+    "sqlite": [
+        f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='{TOKENIZE}')""",
+    ],
+    "postgresql": [
         """CREATE TABLE IF NOT EXISTS memory_index (
                block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
@@ -107,17 +122,47 @@ class SearchIndex:
         self._catching_up = threading.Lock()
 
     def create_schema(self) -> None:
+        """Create the index; an index built another way (another tokenizer, or before versions were recorded)
+        is dropped and rebuilt from the log here, in the open, not by the first search. A new index is left
+        empty: the first search (or :meth:`catch_up`) fills it."""
         with translate_errors(self.dialect), self.store.engine.begin() as conn:
-            for ddl in _DDL[self.dialect]:
+            for ddl in (*_COMMON_DDL[self.dialect], *_DDL[self.dialect]):
                 conn.exec_driver_sql(ddl)
+            row = conn.exec_driver_sql(
+                self.store.sql("SELECT version FROM projection_versions WHERE name = ?"), (CHECKPOINT,)
+            ).fetchone()
+        if row is not None and row[0] == _VERSION[self.dialect]:
+            return
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            cur.execute(self.store.sql("SELECT version FROM projection_versions WHERE name = ?"), (CHECKPOINT,))
+            found = cur.fetchone()
+            if found is not None and found[0] == _VERSION[self.dialect]:
+                return  # another process rebuilt it meanwhile
+            cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            built = cur.fetchone() is not None  # else a new index: recording its version is all there is to do
+            if built:
+                log.info("search index: built with %s, now %s: rebuilding", found and found[0], _VERSION[self.dialect])
+            self._drop(cur)
+            for ddl in _DDL[self.dialect]:
+                cur.execute(ddl)
+            cur.execute(self.store.sql("DELETE FROM projection_versions WHERE name = ?"), (CHECKPOINT,))
+            cur.execute(
+                self.store.sql("INSERT INTO projection_versions (name, version) VALUES (?, ?)"),
+                (CHECKPOINT, _VERSION[self.dialect]),
+            )
+        if built:
+            self.catch_up()
 
     def drop(self) -> None:
         """Drop the index and forget its checkpoint (the log is untouched)."""
         with self.store.write_transaction(INDEX_LOCK) as cur:
-            for ddl in _DROP[self.dialect]:
-                cur.execute(ddl)
-            cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
-            cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
+            self._drop(cur)
+
+    def _drop(self, cur: Any) -> None:
+        for ddl in _DROP[self.dialect]:
+            cur.execute(ddl)
+        cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+        cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
 
     def checkpoint(self) -> int:
         with translate_errors(self.dialect), self.store.engine.connect() as conn:
@@ -268,7 +313,7 @@ class SearchIndex:
         else:
             cur.execute(
                 "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
-                "VALUES (%s, %s, %s, to_tsvector('english', %s)) ON CONFLICT (block_id) DO NOTHING",
+                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (block_id) DO NOTHING",
                 (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
             )
 

@@ -75,3 +75,40 @@ def test_a_query_of_only_stop_words_is_accepted_on_postgres(make_ledger: object,
     ledger = make_ledger(pg_url)  # type: ignore[operator]
     ledger.remember(ELF, "What it is, is what it was.", ["p/x"])
     assert ids(ledger, "what is it") == []
+
+
+def _rebuild_index_without_stemming(ledger: Ledger, version: str | None) -> None:
+    """Turn the ledger's index into one built as an older ledger would have: no stemming, ``version`` recorded."""
+    sqlite = ledger.store.dialect == "sqlite"
+    with ledger.store.engine.begin() as conn:
+        if sqlite:
+            conn.exec_driver_sql("DROP TABLE memory_fts")
+            conn.exec_driver_sql(
+                "CREATE VIRTUAL TABLE memory_fts USING fts5(block_id UNINDEXED, content, tags, tags_json UNINDEXED,"
+                " tokenize='unicode61')"
+            )
+        else:
+            conn.exec_driver_sql("UPDATE memory_index SET tsv = to_tsvector('simple', content)")
+        conn.exec_driver_sql("DELETE FROM projection_checkpoints WHERE name = 'memory_search_index'")
+        conn.exec_driver_sql("DELETE FROM projection_versions WHERE name = 'memory_search_index'")
+        if version is not None:
+            conn.exec_driver_sql(
+                ledger.store.sql("INSERT INTO projection_versions (name, version) VALUES (?, ?)"),
+                ("memory_search_index", version),
+            )
+    if sqlite:
+        ledger.index.catch_up()  # the unstemmed table, filled from the log
+
+
+@pytest.mark.parametrize("version", ["fts5 tokenize=unicode61", None], ids=["other-tokenizer", "unversioned"])
+def test_an_index_built_with_another_tokenizer_is_rebuilt_when_the_ledger_opens(
+    make_ledger: object, db_url: str, version: str | None
+) -> None:
+    ledger = make_ledger(db_url)  # type: ignore[operator]
+    block = ledger.remember(ELF, "Managing risks early keeps the project healthy.", ["project/x"]).block_id
+    ledger.index.catch_up()
+    _rebuild_index_without_stemming(ledger, version)
+    assert ledger.index.search("management risk", 5) == []  # the old index does not stem
+    reopened = make_ledger(db_url)  # type: ignore[operator]
+    assert reopened.index.checkpoint() > 0  # rebuilt in the open, not left to the first search
+    assert [h.block_id for h in reopened.index.search("management risk", 5)] == [block]
