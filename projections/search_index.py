@@ -34,8 +34,9 @@ from ledger.core.events import MemoryCurated, MemoryRemembered
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
+from projections.query_analysis import query_terms as query_terms
+from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
-from projections.search_ranking import query_terms as query_terms
 
 
 def _fatal(exc: BaseException) -> bool:
@@ -50,6 +51,10 @@ def _fatal(exc: BaseException) -> bool:
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_search_index"
+TOKENIZE = "porter unicode61"
+"""FTS5's tokenizer: Porter stemming over Unicode word splitting, for the text and the query alike."""
+TS_CONFIG = "english"
+"""PostgreSQL's text search configuration: English stemming and stop words, for the text and the query alike."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
 _PENDING = (
@@ -62,16 +67,27 @@ MAX_REASON_CHARS = 500
 
 _SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
-_DDL = {
+_VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
+_VERSION = {"sqlite": f"fts5 tokenize={TOKENIZE}", "postgresql": f"tsvector config={TS_CONFIG}"}
+"""What the index was built with: when it changes (a new tokenizer), opening the ledger rebuilds the index."""
+_COMMON_DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
         _SKIPS_DDL,
-        """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='porter unicode61')""",
+        _VERSIONS_DDL,
     ],
     "postgresql": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
         _SKIPS_DDL,
+        _VERSIONS_DDL,
+    ],
+}
+_DDL = {
+    "sqlite": [
+        f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='{TOKENIZE}')""",
+    ],
+    "postgresql": [
         """CREATE TABLE IF NOT EXISTS memory_index (
                block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
@@ -101,20 +117,52 @@ class SearchIndex:
         self.store = store
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
+        self.analyse = True
+        """Query analysis on (stop words dropped, AND first): off, every word is OR-ed, as before it existed."""
         self._catching_up = threading.Lock()
 
     def create_schema(self) -> None:
+        """Create the index; an index built another way (another tokenizer, or before versions were recorded)
+        is dropped and rebuilt from the log here, in the open, not by the first search. A new index is left
+        empty: the first search (or :meth:`catch_up`) fills it."""
         with translate_errors(self.dialect), self.store.engine.begin() as conn:
-            for ddl in _DDL[self.dialect]:
+            for ddl in (*_COMMON_DDL[self.dialect], *_DDL[self.dialect]):
                 conn.exec_driver_sql(ddl)
+            row = conn.exec_driver_sql(
+                self.store.sql("SELECT version FROM projection_versions WHERE name = ?"), (CHECKPOINT,)
+            ).fetchone()
+        if row is not None and row[0] == _VERSION[self.dialect]:
+            return
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            cur.execute(self.store.sql("SELECT version FROM projection_versions WHERE name = ?"), (CHECKPOINT,))
+            found = cur.fetchone()
+            if found is not None and found[0] == _VERSION[self.dialect]:
+                return  # another process rebuilt it meanwhile
+            cur.execute(self.store.sql("SELECT position FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+            built = cur.fetchone() is not None  # else a new index: recording its version is all there is to do
+            if built:
+                log.info("search index: built with %s, now %s: rebuilding", found and found[0], _VERSION[self.dialect])
+            self._drop(cur)
+            for ddl in _DDL[self.dialect]:
+                cur.execute(ddl)
+            cur.execute(self.store.sql("DELETE FROM projection_versions WHERE name = ?"), (CHECKPOINT,))
+            cur.execute(
+                self.store.sql("INSERT INTO projection_versions (name, version) VALUES (?, ?)"),
+                (CHECKPOINT, _VERSION[self.dialect]),
+            )
+        if built:
+            self.catch_up()
 
     def drop(self) -> None:
         """Drop the index and forget its checkpoint (the log is untouched)."""
         with self.store.write_transaction(INDEX_LOCK) as cur:
-            for ddl in _DROP[self.dialect]:
-                cur.execute(ddl)
-            cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
-            cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
+            self._drop(cur)
+
+    def _drop(self, cur: Any) -> None:
+        for ddl in _DROP[self.dialect]:
+            cur.execute(ddl)
+        cur.execute(self.store.sql("DELETE FROM projection_checkpoints WHERE name = ?"), (CHECKPOINT,))
+        cur.execute(self.store.sql("DELETE FROM projection_skips WHERE name = ?"), (CHECKPOINT,))
 
     def checkpoint(self) -> int:
         with translate_errors(self.dialect), self.store.engine.connect() as conn:
@@ -265,7 +313,7 @@ class SearchIndex:
         else:
             cur.execute(
                 "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
-                "VALUES (%s, %s, %s, to_tsvector('english', %s)) ON CONFLICT (block_id) DO NOTHING",
+                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (block_id) DO NOTHING",
                 (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
             )
 
@@ -285,11 +333,13 @@ class SearchIndex:
     def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
 
-        Any word may match, but a word matching more than :attr:`rank_at_most` blocks is left out while the query
-        has rarer words that match; a query of common words only ranks the newest :attr:`rank_at_most` blocks that
-        match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        Stop words are dropped unless the query has nothing else (:mod:`projections.query_analysis`); blocks
+        matching every remaining word rank first, then blocks matching any (:mod:`projections.search_ranking`).
+        A word matching nothing is left out, and so is a word matching more than :attr:`rank_at_most` blocks
+        while the query has rarer words that match; a query of common words only ranks the newest
+        :attr:`rank_at_most` blocks that match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
         """
-        terms = list(dict.fromkeys(query_terms(query)))
+        terms = query_terms(query) if self.analyse else words(query)
         if not terms:
             raise InvalidInput("the query has no searchable words", "send at least one word, e.g. 'database schema'")
         # One pooled connection for the catch-up probe, the word probes and the ranking; a catch-up in between (a
@@ -303,7 +353,7 @@ class SearchIndex:
             return self._ranked(cur, terms, limit, tag_prefix)
 
     def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most)
+        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:

@@ -1,10 +1,14 @@
 """Ranking a query against the memory search index: the words of the query that matter, then BM25 on SQLite
-(FTS5) or ``ts_rank_cd`` on PostgreSQL, better matches first and ties by block id."""
+(FTS5) or ``ts_rank_cd`` on PostgreSQL, better matches first and ties by block id.
+
+AND first, OR after: the blocks that match every word that matters (strong matches) rank first; when they are
+fewer than the limit, the rest is filled from blocks matching any of the words (weak matches), ranked by the same
+score among themselves and always after the strong ones (their scores are scaled below the weakest strong one).
+"""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +18,9 @@ RANK_AT_MOST = 2000
 ranked (they are the words that matter); a query of common words only ranks its newest this-many matches. So
 no search ranks every match of a common word, whatever the size of the memory."""
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+WEAK_SCALE = 0.5
+"""The best weak (OR-only) match scores this fraction of the weakest strong (AND) match, so that callers turning
+scores into similarities (recall) keep the weak matches below the strong ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +33,6 @@ class Hit:
     score: float
 
 
-def query_terms(query: str) -> list[str]:
-    """Split a free-text query into lower-case word terms (no operator syntax reaches the engine)."""
-    return [t.lower() for t in _WORD.findall(query)]
-
-
 def ranked(
     cur: Any,
     sql: Callable[[str], str],
@@ -40,25 +41,29 @@ def ranked(
     limit: int,
     tag_prefix: str | None,
     rank_at_most: int = RANK_AT_MOST,
+    and_first: bool = True,
 ) -> list[Hit]:
     """The best ``limit`` blocks for ``terms`` (read with ``cur``; ``sql`` adapts a statement to the driver's
-    paramstyle), as :meth:`~projections.search_index.SearchIndex.search` describes."""
+    paramstyle), as :meth:`~projections.search_index.SearchIndex.search` describes. Without ``and_first`` every
+    match ranks together, by score alone (how search ranked before query analysis; the evaluation compares)."""
     # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
     tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
     sqlite = dialect == "sqlite"
     kept, capped = _words_that_matter(cur, dialect, terms, rank_at_most)
     if not kept:
         return []
-    match = " OR ".join(f'"{t}"' for t in kept) if sqlite else " | ".join(kept)
-    params: list[Any] = [match]
+    any_word = " OR ".join(f'"{t}"' for t in kept) if sqlite else " | ".join(kept)
+    every_word = " AND ".join(f'"{t}"' for t in kept) if sqlite else " & ".join(kept)
+    filters: list[Any] = []
     tag_sql = ""
     if tag_like is not None:
         tag_sql = " AND tags_json LIKE ? ESCAPE '\\'"
-        params.append(tag_like)
+        filters.append(tag_like)
     cap_sql = ""
     if capped:
         # The newest rank_at_most matches: find the oldest of them (an ordered scan of the matches that
-        # stops there), then rank only from it on (a range both engines apply while matching).
+        # stops there), then rank only from it on (a range both engines apply while matching). The AND stage
+        # ranks inside the same range, so it never scans further back than the OR stage would.
         order, table = (
             ("rowid", "memory_fts WHERE memory_fts MATCH ?")
             if sqlite
@@ -69,22 +74,45 @@ def ranked(
         )
         cur.execute(
             sql(f"SELECT {order} FROM {table} ORDER BY {order} DESC LIMIT 1 OFFSET ?"),
-            (match, rank_at_most - 1),
+            (any_word, rank_at_most - 1),
         )
         row = cur.fetchone()
         if row is not None:
             cap_sql = f" AND {order} >= ?"
-            params.append(row[0])
-    if sqlite:
-        return _rank_sqlite(cur, f"memory_fts MATCH ?{tag_sql}{cap_sql}", params, limit)
-    text = (
-        "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
-        f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
-        "ORDER BY score DESC, block_id LIMIT ?"
-    )
-    cur.execute(sql(text), (*params, limit))
-    rows: Sequence[Any] = cur.fetchall()
-    return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+            filters.append(row[0])
+
+    def rank(match: str, at_most: int) -> list[Hit]:
+        if sqlite:
+            return _rank_sqlite(cur, f"memory_fts MATCH ?{tag_sql}{cap_sql}", [match, *filters], at_most)
+        text = (
+            "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
+            f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
+            "ORDER BY score DESC, block_id LIMIT ?"
+        )
+        cur.execute(sql(text), (match, *filters, at_most))
+        rows: Sequence[Any] = cur.fetchall()
+        return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+
+    if len(kept) == 1 or not and_first:
+        return rank(any_word, limit)
+    strong = rank(every_word, limit)
+    if len(strong) == limit:
+        return strong
+    # Every strong match is also an OR match: the best limit + len(strong) OR matches hold the best weak ones.
+    seen = {h.block_id for h in strong}
+    weak = [h for h in rank(any_word, limit + len(strong)) if h.block_id not in seen][: limit - len(strong)]
+    return strong + _below(weak, strong)
+
+
+def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
+    """``weak`` with scores scaled so the best is :data:`WEAK_SCALE` of the weakest in ``strong`` (order kept)."""
+    if not strong or not weak:
+        return weak
+    floor, top = min(h.score for h in strong), max(h.score for h in weak)
+    if top <= 0 or floor <= 0:
+        return weak
+    factor = min(1.0, WEAK_SCALE * floor / top)
+    return [Hit(h.block_id, h.content, h.tags, h.score * factor) for h in weak]
 
 
 def _words_that_matter(cur: Any, dialect: str, terms: list[str], rank_at_most: int) -> tuple[list[str], bool]:

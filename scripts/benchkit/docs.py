@@ -17,7 +17,8 @@ WRITERS = "## Concurrent writers (scripts/bench_writers.py)"
 RSS = "## Serve memory on a large ledger (scripts/bench_rss.py)"
 COLDSTART = "## Cold start (scripts/bench_coldstart.py)"
 STARTUP = "## Start-up (scripts/bench_startup.py)"
-SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP)
+RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
+SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL)
 
 
 def find_heading(doc: str, heading: str) -> int:

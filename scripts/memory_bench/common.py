@@ -76,7 +76,8 @@ class SessionAppender:
 
 
 def match_string(query: str) -> str:
-    """The MATCH text ``SearchIndex.search`` builds: every word quoted, OR-ed."""
+    """The OR MATCH text ``SearchIndex.search`` ranks (alone for one word, after the AND stage for more): every
+    content word quoted, OR-ed."""
     return " OR ".join(f'"{t}"' for t in query_terms(query))
 
 

@@ -843,14 +843,29 @@ def test_on_sqlite_the_ranking_equals_one_order_by_score_then_block_id_with_ties
         "WHERE memory_fts MATCH ?{tag} ORDER BY score DESC, block_id LIMIT ?"
     )
     compared = 0
+
+    def reference_rows(conn: Any, joined: str, query: str, tag: str | None, limit: int) -> list[tuple[str, str, float]]:
+        sql = reference.format(tag="" if tag is None else " AND tags_json LIKE '%\"project/%'")
+        match = joined.join(f'"{w}"' for w in query.split())
+        return [(r[0], r[1], r[3]) for r in conn.exec_driver_sql(sql, (match, limit)).fetchall()]
+
     with engine.connect() as conn:
         for query, tag in itertools.product(["hash", "chain token", "anchor replay hash", "note"], [None, "project/"]):
-            match = " OR ".join(f'"{w}"' for w in query.split())
             for limit in (1, 3, 5, 10, 200):
-                sql = reference.format(tag="" if tag is None else " AND tags_json LIKE '%\"project/%'")
-                expected = [(r[0], r[1], r[3]) for r in conn.exec_driver_sql(sql, (match, limit)).fetchall()]
+                # Without query analysis, every match ranks together: exactly the one ORDER BY.
+                index.analyse = False
+                expected = reference_rows(conn, " OR ", query, tag, limit)
                 got = [(h.block_id, h.content, h.score) for h in index.search(query, limit, tag_prefix=tag)]
                 assert got == expected, (query, tag, limit)
+                # With it, the AND matches in that order, then the other OR matches in theirs.
+                index.analyse = True
+                strong = reference_rows(conn, " AND ", query, tag, limit)
+                seen = {r[0] for r in strong}
+                weak = [r for r in reference_rows(conn, " OR ", query, tag, 2 * limit) if r[0] not in seen]
+                expected = strong + weak[: limit - len(strong)]
+                hits = index.search(query, limit, tag_prefix=tag)
+                assert [(h.block_id, h.content) for h in hits] == [r[:2] for r in expected], (query, tag, limit)
+                assert [h.score for h in hits[: len(strong)]] == [r[2] for r in strong]
                 compared += 1
     engine.dispose()
     assert compared >= 30

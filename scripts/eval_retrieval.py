@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Retrieval quality on a labelled set: recall@5 and MRR per query kind, for each retriever.
+
+Builds a fresh ledger (SQLite in a temporary directory, through ``api.bootstrap.initialise``), seeds the ten
+constitutional blocks (``setup_memory``) and remembers every block of ``scripts/eval/retrieval_set.txt`` through
+the real service, then runs each labelled query through each retriever and scores its ranked block ids:
+  * recall@5: the share of the query's relevant blocks found in the top 5, averaged over the queries;
+  * MRR: the mean of 1 / rank of the first relevant block in the top 10 (0 when none is there).
+Query kinds: ``seed`` (seed 002's own examples), ``keyword``, ``question`` (natural questions) and ``paraphrase``
+(sharing no content word with the answer).
+
+A retriever is a function from the evaluation's context (the ledger, a session, the block labels) to a search:
+``query, limit -> ranked block ids``. Add one to ``RETRIEVERS`` (embeddings alone, hybrid, ...) and it is
+measured next to the others. Today: BM25 through ``Ledger.search`` as it is, and as it was before query
+analysis (every word OR-ed, stop words included).
+
+    .venv/bin/python scripts/eval_retrieval.py            # prints the table
+    .venv/bin/python scripts/eval_retrieval.py --write    # and writes it to docs/BENCHMARKS.md
+    .venv/bin/python scripts/eval_retrieval.py --queries 12 --show-misses
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import benchkit  # noqa: F401  (puts this checkout first on sys.path)
+from benchkit import docs
+
+from api.bootstrap import initialise
+from api.settings import Settings
+from ledger.service import Actor, Ledger
+from projections import search_index
+from projections.query_analysis import query_terms
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "scripts" / "eval" / "retrieval_set.txt"
+SECTION = docs.RETRIEVAL
+K = 5
+MRR_DEPTH = 10
+KINDS = ("seed", "keyword", "question", "paraphrase")
+AGENT = Actor("eval", "cli")
+_CONSTITUTIONAL_NAMES = "identity economy curiosity connection uncertainty feedback balance focus care reflection"
+CONSTITUTIONAL_LABELS = tuple(f"con-{name}" for name in _CONSTITUTIONAL_NAMES.split())
+"""Labels of the ten constitutional blocks, in the order ``setup_memory`` creates them (seed 002's Step 0)."""
+
+Search = Callable[[str, int], list[str]]
+"""A retriever's search: ``(query, limit)`` to block ids, best first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    label: str
+    tags: tuple[str, ...]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    kind: str
+    relevant: tuple[str, ...]
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a retriever may use: the ledger holding the set, an open session, and block id by label."""
+
+    ledger: Ledger
+    session_id: str
+    ids: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    queries: int
+    recall: float
+    mrr: float
+
+
+def load(path: Path = DATA) -> tuple[list[Block], list[Case]]:
+    """The blocks and the labelled queries of the set file (its header says the format)."""
+    blocks: list[Block] = []
+    cases: list[Case] = []
+    part = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line in ("[blocks]", "[queries]"):
+            part = line
+            continue
+        first, second, third = line.split("|", 2)
+        if part == "[blocks]":
+            blocks.append(Block(first, tuple(second.split(",")), third))
+        elif part == "[queries]":
+            if first not in KINDS:
+                raise ValueError(f"unknown query kind {first!r} in {line!r}: use one of {', '.join(KINDS)}")
+            cases.append(Case(first, tuple(second.split(",")), third))
+    return blocks, cases
+
+
+def shared_words(case: Case, blocks: Sequence[Block]) -> dict[str, list[str]]:
+    """For each of ``case``'s relevant blocks, the query's content words it shares once stemmed (FTS5 porter,
+    as the index stems): a paraphrase must share none."""
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(label UNINDEXED, content, tokenize='{search_index.TOKENIZE}')")
+    db.executemany("INSERT INTO t VALUES (?, ?)", [(b.label, b.content) for b in blocks if b.label in case.relevant])
+    shared: dict[str, list[str]] = {}
+    for word in query_terms(case.query):
+        for (label,) in db.execute("SELECT label FROM t WHERE t MATCH ?", (f'"{word}"',)):
+            shared.setdefault(label, []).append(word)
+    db.close()
+    return shared
+
+
+def build(home: Path, blocks: Sequence[Block]) -> Context:
+    """A fresh ledger in ``home`` with the constitution and ``blocks`` remembered, and a session open."""
+    ledger, _ = initialise(Settings(home=home, database_url=f"sqlite:///{home / 'ledger.db'}"))  # type: ignore[call-arg]
+    seeded = ledger.setup_memory(AGENT).created
+    ids = dict(zip(CONSTITUTIONAL_LABELS, seeded, strict=True))
+    for b in blocks:
+        ids[b.label] = ledger.remember(AGENT, b.content, list(b.tags)).block_id
+    return Context(ledger, ledger.clock_in(AGENT, "eval").session_id, ids)
+
+
+def bm25(ctx: Context) -> Search:
+    """``Ledger.search`` as it is: BM25 with query analysis."""
+
+    def search(query: str, limit: int) -> list[str]:
+        ctx.ledger.index.analyse = True
+        return [h.block_id for h in ctx.ledger.search(AGENT, ctx.session_id, query, limit).results]
+
+    return search
+
+
+def bm25_before(ctx: Context) -> Search:
+    """``Ledger.search`` without query analysis: every word OR-ed, stop words included (before issue 14)."""
+
+    def search(query: str, limit: int) -> list[str]:
+        ctx.ledger.index.analyse = False
+        try:
+            return [h.block_id for h in ctx.ledger.search(AGENT, ctx.session_id, query, limit).results]
+        finally:
+            ctx.ledger.index.analyse = True
+
+    return search
+
+
+RETRIEVERS: dict[str, Callable[[Context], Search]] = {
+    "BM25, before query analysis": bm25_before,
+    "BM25": bm25,
+}
+
+
+def evaluate(search: Search, cases: Sequence[Case], ids: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
+    """(recall@K, reciprocal rank) of every case, by kind."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for case in cases:
+        ranked = search(case.query, MRR_DEPTH)
+        relevant = {ids[label] for label in case.relevant}
+        found = len(relevant & set(ranked[:K])) / len(relevant)
+        rank = next((i for i, b in enumerate(ranked, 1) if b in relevant), None)
+        out.setdefault(case.kind, []).append((found, 1 / rank if rank else 0.0))
+    return out
+
+
+def summarise(per_kind: dict[str, list[tuple[float, float]]]) -> dict[str, Score]:
+    """Mean recall@K and MRR per kind and ``all``."""
+    rows = {kind: per_kind[kind] for kind in KINDS if kind in per_kind}
+    rows["all"] = [x for v in rows.values() for x in v]
+    return {k: Score(len(v), sum(r for r, _ in v) / len(v), sum(m for _, m in v) / len(v)) for k, v in rows.items()}
+
+
+def run(
+    cases: Sequence[Case], blocks: Sequence[Block], names: Sequence[str] | None = None
+) -> dict[str, dict[str, Score]]:
+    """Build the ledger and score every retriever (or those ``names``); the ledger is thrown away after."""
+    with tempfile.TemporaryDirectory(prefix="eval-retrieval-") as tmp:
+        ctx = build(Path(tmp), blocks)
+        try:
+            return {
+                name: summarise(evaluate(RETRIEVERS[name](ctx), cases, ctx.ids)) for name in (names or list(RETRIEVERS))
+            }
+        finally:
+            ctx.ledger.store.dispose()
+
+
+def table(results: dict[str, dict[str, Score]]) -> str:
+    kinds = [k for k in (*KINDS, "all") if any(k in r for r in results.values())]
+    head = "| retriever | " + " | ".join(f"{k} (n={next(iter(results.values()))[k].queries})" for k in kinds) + " |"
+    lines = [head, "|---" * (len(kinds) + 1) + "|"]
+    for name, scores in results.items():
+        cells = [f"{scores[k].recall:.2f} / {scores[k].mrr:.2f}" for k in kinds]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def section(results: dict[str, dict[str, Score]], blocks: int, queries: int) -> str:
+    return f"""{SECTION}
+
+Labelled set `scripts/eval/retrieval_set.txt`: {blocks} blocks (the ten constitutional blocks of seed 002 and
+{blocks - 10} domain blocks over twelve domains) and {queries} queries with their relevant blocks. Each cell is
+recall@{K} / MRR (first relevant block within the top {MRR_DEPTH}); n is the number of queries of that kind.
+Paraphrases share no content word with their answer, so full-text search cannot be expected to find them.
+
+{table(results)}
+
+Seed 002 names constitutional blocks as the answers to its example queries; they share hardly a content word
+with them, so BM25 before query analysis reached some of them only through stop words (*I*, *what*,
+*should*), the same matches that put constitutional blocks ahead of the two risk-management blocks. With query
+analysis those blocks lead for "What should I consider for risk management?"; finding the constitutional
+answers (and the paraphrases) is left to meaning, not words.
+
+Re-run: `.venv/bin/python scripts/eval_retrieval.py --write` (a fresh SQLite ledger in a temporary directory;
+every block remembered and every query searched through the service).
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, help="evaluate only the first N queries (a quick check)")
+    parser.add_argument("--retriever", action="append", choices=list(RETRIEVERS), help="only these (repeatable)")
+    parser.add_argument("--write", action="store_true", help="write the table to docs/BENCHMARKS.md")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    blocks, cases = load()
+    cases = cases[: args.queries] if args.queries else cases
+    results = run(cases, blocks, args.retriever)
+    print(table(results))
+    if args.write:
+        docs.write_section(args.output, SECTION, section(results, len(blocks) + len(CONSTITUTIONAL_LABELS), len(cases)))
+        print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
