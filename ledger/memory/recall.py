@@ -132,7 +132,7 @@ def similarity_from_rank(ranks: Mapping[str, float]) -> dict[str, float]:
 
 
 def in_frame(block: BlockView, spec: FrameSpec) -> bool:
-    return not block.archived and (spec.tag_prefix is None or block.has_tag(spec.tag_prefix))
+    return block.live and (spec.tag_prefix is None or block.has_tag(spec.tag_prefix))
 
 
 def is_guaranteed(block: BlockView, spec: FrameSpec) -> bool:
