@@ -20,8 +20,7 @@ MMR_LAMBDA: Final = 0.7
 retrieval (Carbonell & Goldstein): relevance leads, and a near-copy of a chosen block (overlap near 1) loses
 about 0.3 of score, enough to let a distinct block scoring a little lower take the slot."""
 
-_WORD: Final = re.compile(r"[^\W_]+")
-_MIN_WORD_CHARS: Final = 3  # shorter words ("a", "is", "of", "I") are mostly function words
+_WORD: Final = re.compile(r"\w{3,}")  # shorter words ("a", "is", "of", "I") are mostly function words
 
 
 class Similarity(Protocol):
@@ -35,8 +34,8 @@ SimilarityFactory = Callable[[Mapping[str, str]], Similarity]
 
 
 def content_words(text: str) -> frozenset[str]:
-    """Lower-cased words of at least three letters or digits."""
-    return frozenset(w for w in _WORD.findall(text.casefold()) if len(w) >= _MIN_WORD_CHARS)
+    """Case-folded words of at least three word characters (letters, digits, ``_``)."""
+    return frozenset(_WORD.findall(text.casefold()))
 
 
 def word_overlap(texts: Mapping[str, str]) -> Similarity:
@@ -45,8 +44,9 @@ def word_overlap(texts: Mapping[str, str]) -> Similarity:
 
     def similarity(a: str, b: str, /) -> float:
         wa, wb = words.get(a, frozenset()), words.get(b, frozenset())
-        union = len(wa | wb)
-        return len(wa & wb) / union if union else 0.0
+        shared = len(wa & wb)
+        union = len(wa) + len(wb) - shared
+        return shared / union if union else 0.0
 
     return similarity
 
@@ -71,17 +71,17 @@ def mmr(
     """
     best = max((relevance(c) for c in candidates), default=0.0)
     scale = best if best > 0 else 1.0
-    picked: list[T] = []
-    taken = [key(c) for c in chosen]
     pool = list(candidates)
-    while pool and len(picked) < k:
-
-        def marginal(c: T) -> float:
-            redundancy = max((similarity(key(c), t) for t in taken), default=0.0)
-            return lam * relevance(c) / scale - (1 - lam) * redundancy
-
-        i = max(range(len(pool)), key=lambda j: (marginal(pool[j]), -j))
-        item = pool.pop(i)
-        picked.append(item)
-        taken.append(key(item))
+    keys = [key(c) for c in pool]
+    gain = [lam * relevance(c) / scale for c in pool]
+    # The largest similarity of each candidate to anything chosen so far, updated as blocks are chosen.
+    redundancy = [max((similarity(k, key(t)) for t in chosen), default=0.0) for k in keys]
+    picked: list[T] = []
+    left = list(range(len(pool)))
+    while left and len(picked) < k:
+        i = max(left, key=lambda j: (gain[j] - (1 - lam) * redundancy[j], -j))
+        left.remove(i)
+        picked.append(pool[i])
+        for j in left:
+            redundancy[j] = max(redundancy[j], similarity(keys[j], keys[i]))
     return picked

@@ -158,7 +158,7 @@ def enforce_guarantees(
     taken = {s.block.block_id for s in reserved}
     rest = [s for s in ranked if s.block.block_id not in taken]
     room = max(0, top_k - len(reserved))
-    if similarity is None:
+    if similarity is None or len(rest) <= room:  # nothing to choose between: every candidate gets a slot
         winners = rest[:room]
     else:
         picked = mmr(rest, _relevance, _block_id, similarity, room, chosen=reserved)
