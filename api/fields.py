@@ -159,6 +159,20 @@ VALUES = described(
     "your values, each stored as a self/value block", items={"minLength": 1, "maxLength": memory.MAX_CONTENT_CHARS}
 )
 SEED = described("store the 10 constitutional blocks (already stored ones are skipped)")
+BLOCK_ID = described(
+    "the id of one block, as memory_recall or memory_search returned it, e.g. 'blk_0123456789abcdef01234567'",
+    minLength=1,
+)
+NEW_CONTENT = described(
+    "the text that replaces the block's: one declarative statement (it keeps the block's tags and category)",
+    minLength=1,
+    maxLength=memory.MAX_CONTENT_CHARS,
+)
+FORGET_REASON = described(
+    "why the block is forgotten, kept in the log, e.g. 'personal data: erasure request 2026-11-03'",
+    minLength=1,
+    maxLength=memory.MAX_REASON_CHARS,
+)
 
 # --- the shared brain -------------------------------------------------------------------------------------------
 

@@ -91,6 +91,8 @@ class Ledger:
         self.recall = self.memory.recall
         self.curate = self.memory.curate
         self.outcome = self.memory.outcome
+        self.supersede = self.memory.supersede
+        self.forget = self.memory.forget
         self.memory_blocks = self.memory.memory_blocks
         self.memory_block = self.memory.memory_block
         self.block_texts = self.memory.block_texts

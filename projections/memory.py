@@ -18,9 +18,11 @@ from typing import Any
 from ledger.core.events import (
     MemoryCurated,
     MemoryDuplicateRejected,
+    MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemorySuperseded,
     RecordedEvent,
 )
 from projections import decay
@@ -30,7 +32,15 @@ from projections.columns import ColumnTable
 Pair = tuple[str, str]
 STREAM = "memory"
 """The stream of memory-wide facts: curates, outcomes and recalls made outside a session."""
-_MEMORY_EVENTS = (MemoryRemembered, MemoryDuplicateRejected, MemoryRecalled, MemoryCurated, MemoryOutcomeRecorded)
+_MEMORY_EVENTS = (
+    MemoryRemembered,
+    MemoryDuplicateRejected,
+    MemoryRecalled,
+    MemoryCurated,
+    MemoryOutcomeRecorded,
+    MemorySuperseded,
+    MemoryForgotten,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +67,16 @@ class BlockView:
     archived_at: _dt.datetime | None = None
     position: int = 0  # the last event that changed the block
     origin: int = 0  # the block's MemoryRemembered, which holds its text
+    superseded_by: str | None = None  # the block that replaced it (``memory_supersede``)
 
     @property
     def archived(self) -> bool:
         return self.archived_at is not None
+
+    @property
+    def live(self) -> bool:
+        """Neither archived by curate nor superseded: search and recall can return it."""
+        return self.archived_at is None and self.superseded_by is None
 
     @property
     def constitutional(self) -> bool:
@@ -147,6 +163,10 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
             lam=decay.penalised_rate(view.lam, e.signal),
             position=rec.position,
         )
+    if isinstance(e, MemorySuperseded) and block_id == e.block_id:
+        return with_changes(view, superseded_by=e.by_block_id, position=rec.position)
+    if isinstance(e, MemoryForgotten):
+        return None  # the graph drops it: a forgotten block leaves every read model
     return view
 
 
@@ -176,8 +196,10 @@ def evolve_edge(key: Pair, edge: EdgeView | None, rec: RecordedEvent) -> EdgeVie
 def block_ids_of(rec: RecordedEvent) -> tuple[str, ...]:
     """The blocks a memory event touches (each once)."""
     e = rec.event
-    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected):
+    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected | MemoryForgotten):
         return (e.block_id,)
+    if isinstance(e, MemorySuperseded):
+        return (e.block_id, e.by_block_id)
     if isinstance(e, MemoryRecalled | MemoryOutcomeRecorded):
         return tuple(dict.fromkeys(e.block_ids))
     if isinstance(e, MemoryCurated):
@@ -225,6 +247,8 @@ class MemoryGraph:
                 if block_id not in self.blocks:
                     self._index_tags(block_id, view.tags)
                 self.blocks[block_id] = view
+            elif block_id in self.blocks:
+                self._drop_block(block_id)
         if isinstance(e, MemoryRecalled):
             for key in co_retrieved_pairs(e.block_ids):
                 edge = evolve_edge(key, self.edges.get(key), rec)
@@ -233,6 +257,10 @@ class MemoryGraph:
                     self.adjacent.setdefault(key[0], set()).add(key[1])
                     self.adjacent.setdefault(key[1], set()).add(key[0])
                 self.edges[key] = edge
+        elif isinstance(e, MemorySuperseded):
+            # A superseded block leaves recall: its edges no longer connect anything that can be retrieved.
+            for other in list(self.adjacent.get(e.block_id, ())):
+                self._drop_edge(pair(e.block_id, other))
         elif isinstance(e, MemoryCurated):
             for a, b in e.edges_pruned:
                 self._drop_edge(pair(a, b))
@@ -284,6 +312,19 @@ class MemoryGraph:
             if "/" in tag:
                 self.by_tag.setdefault(tag, []).append(block_id)
 
+    def _drop_block(self, block_id: str) -> None:
+        """Forget a block: it, its edges and its place in the tag index go."""
+        view = self.blocks[block_id]
+        for other in list(self.adjacent.get(block_id, ())):
+            self._drop_edge(pair(block_id, other))
+        for tag in dict.fromkeys(view.tags):
+            ids = self.by_tag.get(tag)
+            if ids is not None and block_id in ids:
+                ids.remove(block_id)
+                if not ids:
+                    del self.by_tag[tag]
+        del self.blocks[block_id]
+
     def _drop_edge(self, key: Pair) -> None:
         if self.edges.pop(key, None) is not None:
             for x, y in (key, key[::-1]):
@@ -294,14 +335,15 @@ class MemoryGraph:
                         del self.adjacent[x]
 
     def live_blocks(self, tag_prefix: str | None = None) -> Iterator[BlockView]:
-        """Blocks not archived; with ``tag_prefix`` (e.g. ``self/``) only those with a tag under it."""
+        """Live blocks (not archived, not superseded); with ``tag_prefix`` (e.g. ``self/``) only those with a tag
+        under it."""
         if tag_prefix is None:
-            return (b for b in self.blocks.values() if b.archived_at is None)
+            return (b for b in self.blocks.values() if b.live)
         if "/" not in tag_prefix:  # flat tags are not indexed: scan the tags column
             prefixed = (k for k, tags in self.blocks.field("tags") if any(t.startswith(tag_prefix) for t in tags))
-            return (b for b in (self.blocks[i] for i in sorted(prefixed)) if b.archived_at is None)
+            return (b for b in (self.blocks[i] for i in sorted(prefixed)) if b.live)
         ids = set().union(*(ids for tag, ids in self.by_tag.items() if tag.startswith(tag_prefix)))
-        return (b for b in (self.blocks[i] for i in sorted(ids)) if b.archived_at is None)
+        return (b for b in (self.blocks[i] for i in sorted(ids)) if b.live)
 
     def incident(self, block_id: str) -> Iterator[EdgeView]:
         for other in self.adjacent.get(block_id, ()):

@@ -1,5 +1,6 @@
 """The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events, less the blocks
-``MemoryCurated`` archived (archived blocks leave search and recall; they stay in the ledger).
+``MemoryCurated`` archived, ``MemorySuperseded`` replaced and ``MemoryForgotten`` forgot (they leave search and
+recall; their events stay in the ledger).
 
 SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
@@ -30,7 +31,7 @@ from sqlalchemy.engine import Engine
 
 from ledger.core.chain import StoredRecord
 from ledger.core.errors import InvalidInput, LedgerError
-from ledger.core.events import MemoryCurated, MemoryRemembered
+from ledger.core.events import MemoryCurated, MemoryForgotten, MemoryRemembered, MemorySuperseded
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
@@ -56,7 +57,7 @@ TOKENIZE = "porter unicode61"
 TS_CONFIG = "english"
 """PostgreSQL's text search configuration: English stemming and stop words, for the text and the query alike."""
 OPTIMIZE_AFTER_REMOVALS = 1000
-_INDEXED = [MemoryRemembered.type_name, MemoryCurated.type_name]
+_INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten)]
 _PENDING = (
     "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
     f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
@@ -251,6 +252,8 @@ class SearchIndex:
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
+        elif isinstance(event, MemorySuperseded | MemoryForgotten):
+            self._remove(cur, [event.block_id])
         return 0
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:

@@ -1,4 +1,5 @@
-"""``compliance-ledger memory``: list and inspect memory blocks with their scores, and curate now."""
+"""``compliance-ledger memory``: list and inspect memory blocks with their scores, curate now, supersede a block
+with a corrected text, forget one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ledger.core.limits import MAX_INT64
 if TYPE_CHECKING:
     from ledger.memory.report import BlockOut
 
-group = typer.Typer(help="Memory blocks: list, inspect, curate.", no_args_is_help=True)
+group = typer.Typer(help="Memory blocks: list, inspect, curate, supersede, forget.", no_args_is_help=True)
 
 
 def _clip(text: str, width: int = 60) -> str:
@@ -142,6 +143,38 @@ def memory_curate(ctx: typer.Context, as_json: AsJson = False) -> None:
     )
     for block_id in result.archived_ids:
         out.print(f"archived {block_id}")
+
+
+@group.command("supersede")
+def memory_supersede(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    content: Annotated[str, typer.Argument(help="the text that replaces it (the block's tags are kept)")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Replace a block with a corrected text: search and recall find the new block; the old keeps its history."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.supersede(operator(), block_id, content)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{result.block_id} superseded by {result.new_block_id} at position {result.position}")
+
+
+@group.command("forget")
+def memory_forget(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    reason: Annotated[str, typer.Option(help="why it is forgotten, kept in the log (e.g. an erasure request)")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Forget a block: it leaves search, recall and every memory read; the log keeps the event and the reason."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.forget(operator(), block_id, reason)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{result.block_id} forgotten at position {result.position}: {result.reason}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""MCP tools over memory: remember, search, recall, curate, outcome (:func:`register`) and setup
+"""MCP tools over memory: remember, search, recall, curate, outcome, supersede, forget (:func:`register`) and setup
 (:func:`register_setup`, listed after the anchor tool, where clients have always seen it)."""
 
 from __future__ import annotations
@@ -8,12 +8,15 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import Context, MCPServer
 
 from api.fields import (
+    BLOCK_ID,
     BLOCK_IDS,
     CATEGORY,
     CONTENT,
+    FORGET_REASON,
     FRAME,
     IDENTITY,
     LIMIT,
+    NEW_CONTENT,
     NOTE,
     QUERY,
     RECALL_QUERY,
@@ -26,12 +29,20 @@ from api.fields import (
 from api.mcp.context import ToolContext, ledger_call
 from api.mcp.hints import writes
 from api.mcp.params import OPTIONAL_SESSION_ID, SESSION_ID
-from ledger.memory.report import CurateResult, MemorySetupResult, OutcomeResult, RecallResult, RememberResult
+from ledger.memory.report import (
+    CurateResult,
+    ForgetResult,
+    MemorySetupResult,
+    OutcomeResult,
+    RecallResult,
+    RememberResult,
+    SupersedeResult,
+)
 from ledger.sessions.report import SearchResult
 
 
 def register(mcp: MCPServer, tools: ToolContext) -> None:
-    """Add the memory loop's tools: remember, search, recall, curate and outcome."""
+    """Add the memory loop's tools: remember, search, recall, curate, outcome, supersede and forget."""
     ledger, actor, session_of, optional_session = tools.ledger, tools.actor, tools.session_of, tools.optional_session
 
     @mcp.tool(title="Remember", annotations=writes(idempotent=True))
@@ -90,6 +101,29 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         signal below 0.2 makes them decay twice as fast."""
         who, sid = actor(ctx), optional_session(session_id)
         return ledger_call(lambda: ledger.outcome(who, block_ids, signal, sid, note))
+
+    @mcp.tool(title="Supersede a memory", annotations=writes(destructive=True))
+    def memory_supersede(
+        ctx: Context,
+        block_id: Annotated[str, BLOCK_ID],
+        content: Annotated[str, NEW_CONTENT],
+        session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
+    ) -> SupersedeResult:
+        """Replace a block that is out of date or wrong with a corrected text: search and recall find the new block
+        from now on; the old one keeps its history."""
+        who, sid = actor(ctx), optional_session(session_id)
+        return ledger_call(lambda: ledger.supersede(who, block_id, content, sid))
+
+    @mcp.tool(title="Forget a memory", annotations=writes(destructive=True))
+    def memory_forget(
+        ctx: Context,
+        block_id: Annotated[str, BLOCK_ID],
+        reason: Annotated[str, FORGET_REASON],
+    ) -> ForgetResult:
+        """Administrators only: take a block out of search, recall and every memory read; the log keeps an event
+        saying who forgot it and why."""
+        who = actor(ctx)
+        return ledger_call(lambda: ledger.forget(who, block_id, reason))
 
 
 def register_setup(mcp: MCPServer, tools: ToolContext) -> None:

@@ -28,8 +28,8 @@ The loop, every task:
 5. Before you finish: `assert_compliance`, and end your response with the stamp it returns.
 
 Frames (`memory_recall` frame=...):
-- self: who you are — your identity and values (blocks tagged self/...); the constitutional blocks are
-  guaranteed a place. Budget 600 tokens.
+- self: who you are — your identity and values (blocks tagged self/...); the two constitutional blocks most
+  relevant to the query are guaranteed a place, the other slots go to the best blocks. Budget 600 tokens.
 - attention (default): the most relevant knowledge for the query, or the strongest blocks without one.
   Budget 2000 tokens.
 - task: what you are working towards — blocks tagged self/goal are guaranteed a place, then context.

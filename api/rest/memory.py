@@ -1,4 +1,4 @@
-"""REST routes of memory: remember, list and inspect blocks, recall, curate, outcome and search."""
+"""REST routes of memory: remember, list and inspect blocks, recall, curate, outcome, search, supersede, forget."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pydantic import Field
 
 from api.fields import (
     CONTENT,
+    FORGET_REASON,
     LIMIT,
+    NEW_CONTENT,
     NOTE,
     QUERY,
     RECALL_QUERY,
@@ -24,7 +26,16 @@ from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.core.errors import InvalidInput
 from ledger.memory import decisions as memory
-from ledger.memory.report import BlockDetail, BlockList, CurateResult, OutcomeResult, RecallResult, RememberResult
+from ledger.memory.report import (
+    BlockDetail,
+    BlockList,
+    CurateResult,
+    ForgetResult,
+    OutcomeResult,
+    RecallResult,
+    RememberResult,
+    SupersedeResult,
+)
 from ledger.service import Ledger
 from ledger.sessions.report import SearchResult
 
@@ -65,6 +76,15 @@ class Outcome(StrictBody):
     signal: Annotated[float, SIGNAL]
     note: Annotated[str | None, NOTE] = None
     session_id: Annotated[str | None, SESSION_ID] = None
+
+
+class Supersede(StrictBody):
+    content: Annotated[str, NEW_CONTENT]
+    session_id: Annotated[str | None, SESSION_ID] = None
+
+
+class Forget(StrictBody):
+    reason: Annotated[str, FORGET_REASON]
 
 
 class Search(StrictBody):
@@ -127,6 +147,14 @@ def router(ledger: Ledger) -> APIRouter:
         return await who.run(
             lambda actor: ledger.outcome(actor, body.block_ids, body.signal, body.session_id, body.note)
         )
+
+    @api.post("/memory/blocks/{block_id}/supersede", response_model=SupersedeResult)
+    async def supersede(block_id: str, body: Supersede, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.supersede(actor, block_id, body.content, body.session_id))
+
+    @api.post("/memory/blocks/{block_id}/forget", response_model=ForgetResult)
+    async def forget(block_id: str, body: Forget, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
 
     @api.post("/memory/search", response_model=SearchResult)
     async def search(body: Search, who: Caller) -> Any:

@@ -16,6 +16,7 @@ MAX_TAG_CHARS = 64
 MAX_QUERY_CHARS = 1_000
 MAX_LIMIT = 100
 MAX_OUTCOME_BLOCKS = 50
+MAX_REASON_CHARS = 500
 DEFAULT_CATEGORY = "knowledge"
 # Also published in the MCP and REST schemas (a tag or category is lower-cased and stripped before it is matched).
 TAG_PATTERN = r"^[a-z0-9][a-z0-9_\-./]*$"

@@ -18,7 +18,6 @@ from ledger.kernel import Actor, Kernel
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
-from ledger.memory.reads import MemoryReads
 from ledger.memory.report import (
     BlockOut,
     CurateResult,
@@ -30,15 +29,17 @@ from ledger.memory.report import (
     RecallResult,
     RememberResult,
 )
+from ledger.memory.revisions import MemoryRevisions
 from ledger.sessions.grants import SessionGrants
 from projections import memory as memory_proj
 from projections.memory import MemoryGraph
 
 
 @dataclass
-class MemoryCommands(MemoryReads):
-    """The memory lifecycle of seed 002: remember, recall, curate, outcomes; the block reads and the live memory
-    graph they share come from :class:`~ledger.memory.reads.MemoryReads`."""
+class MemoryCommands(MemoryRevisions):
+    """The memory lifecycle of seed 002: remember, recall, curate, outcomes; supersede and forget come from
+    :class:`~ledger.memory.revisions.MemoryRevisions`, the block reads and the live memory graph they share from
+    :class:`~ledger.memory.reads.MemoryReads`."""
 
     def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
         super().__init__(kernel)

@@ -27,6 +27,8 @@ MEMORY_EVENT_TYPES = (
     "MemoryRecalled",
     "MemoryCurated",
     "MemoryOutcomeRecorded",
+    "MemorySuperseded",
+    "MemoryForgotten",
 )
 
 
@@ -86,6 +88,8 @@ class MemoryReads:
     ) -> BlockList:
         """Blocks (by default the live ones) as of a moment, best composite score first, with breakdowns.
 
+        ``archived=False`` lists live blocks (neither archived nor superseded); ``None`` lists every block kept.
+
         Scores use the attention weights without similarity and are normalised within the listed set.
         """
         if tier is not None and tier not in {t.value for t in decay.Tier}:
@@ -97,7 +101,7 @@ class MemoryReads:
                 for b in graph.blocks.values()
                 if (tag is None or b.has_tag(tag))
                 and (tier is None or b.tier == tier)
-                and (archived is None or b.archived == archived)
+                and (archived is None or (b.archived == archived and (archived or b.superseded_by is None)))
             ]
             ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
         page = ranked[:limit]

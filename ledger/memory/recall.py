@@ -13,13 +13,15 @@ from typing import Final, Literal
 
 from ledger.core.errors import InvalidInput
 from ledger.core.events import Frame, MemoryCurated
+from ledger.memory.diversity import Similarity, SimilarityFactory, mmr, word_overlap
 from projections import decay
 from projections.active_hours import ActiveClock
 from projections.memory import BlockView, MemoryGraph
 
 MAX_TOP_K: Final = 50
 CANDIDATES_PER_SLOT: Final = 4
-"""With a query, the ``top_k × 4`` best full-text matches (after the frame's filter) are the candidates."""
+"""With a query, the ``top_k × 4`` best full-text matches (after the frame's filter) are the candidates; without
+one, the ``top_k × 4`` best-scoring blocks of the frame are the pool that diversity (MMR) chooses from."""
 CHARS_PER_TOKEN: Final = 4
 """Token estimate: one token per four characters (as the seed's system counts them)."""
 TRUNCATION_MARK: Final = " […]"
@@ -34,10 +36,11 @@ class FrameSpec:
     tag_prefix: str | None  # only blocks with a tag under this prefix are candidates
     guarantees: tuple[str, ...]  # tags whose blocks among the candidates take their slots first
     token_budget: int
+    max_guaranteed: int | None = None  # at most this many guaranteed blocks get a reserved slot (None: all)
 
 
 FRAMES: Final[Mapping[str, FrameSpec]] = {
-    "self": FrameSpec("self", decay.SELF_WEIGHTS, "self/", (decay.CONSTITUTIONAL_TAG,), 600),
+    "self": FrameSpec("self", decay.SELF_WEIGHTS, "self/", (decay.CONSTITUTIONAL_TAG,), 600, max_guaranteed=2),
     "attention": FrameSpec("attention", decay.ATTENTION_WEIGHTS, None, (), 2000),
     "task": FrameSpec("task", decay.TASK_WEIGHTS, None, ("self/goal",), 800),
 }
@@ -129,19 +132,47 @@ def similarity_from_rank(ranks: Mapping[str, float]) -> dict[str, float]:
 
 
 def in_frame(block: BlockView, spec: FrameSpec) -> bool:
-    return not block.archived and (spec.tag_prefix is None or block.has_tag(spec.tag_prefix))
+    return block.live and (spec.tag_prefix is None or block.has_tag(spec.tag_prefix))
 
 
 def is_guaranteed(block: BlockView, spec: FrameSpec) -> bool:
     return any(block.has_tag(tag) for tag in spec.guarantees)
 
 
-def enforce_guarantees(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> list[Scored]:
-    """Guaranteed blocks among the candidates take their slots first (best first); the rest compete for the
-    remaining slots. Nothing is added that was not a candidate."""
+def reserved_slots(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> list[Scored]:
+    """The guaranteed candidates that get a reserved slot: at most ``spec.max_guaranteed`` (and ``top_k``), the
+    most relevant to the query first (similarity, then composite score), or by score without a query."""
     guaranteed = [s for s in ranked if is_guaranteed(s.block, spec)]
-    others = [s for s in ranked if not is_guaranteed(s.block, spec)]
-    return (guaranteed + others[: max(0, top_k - len(guaranteed))])[:top_k]
+    guaranteed.sort(key=lambda s: (-s.breakdown.similarity, -s.breakdown.total, s.block.block_id))
+    limit = top_k if spec.max_guaranteed is None else min(spec.max_guaranteed, top_k)
+    return guaranteed[:limit]
+
+
+def enforce_guarantees(
+    ranked: Sequence[Scored], spec: FrameSpec, top_k: int, similarity: Similarity | None = None
+) -> list[Scored]:
+    """Reserved slots first (:func:`reserved_slots`); every other candidate, guaranteed or not, competes for the
+    remaining slots: by maximal marginal relevance against what is chosen when ``similarity`` is given, else by
+    score. The competitors that win are listed best score first. Nothing is added that was not a candidate."""
+    reserved = reserved_slots(ranked, spec, top_k)
+    taken = {s.block.block_id for s in reserved}
+    rest = [s for s in ranked if s.block.block_id not in taken]
+    room = max(0, top_k - len(reserved))
+    if similarity is None or len(rest) <= room:  # nothing to choose between: every candidate gets a slot
+        winners = rest[:room]
+    else:
+        picked = mmr(rest, _relevance, _block_id, similarity, room, chosen=reserved)
+        won = {s.block.block_id for s in picked}
+        winners = [s for s in rest if s.block.block_id in won]
+    return [*reserved, *winners]
+
+
+def _relevance(s: Scored) -> float:
+    return s.breakdown.total
+
+
+def _block_id(s: Scored) -> str:
+    return s.block.block_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,16 +212,23 @@ def render(spec: FrameSpec, shown: Sequence[tuple[BlockView, str]]) -> str:
 
 
 def recollect(
-    ranked: Sequence[Scored], spec: FrameSpec, top_k: int, texts: Callable[[Sequence[BlockView]], Mapping[str, str]]
+    ranked: Sequence[Scored],
+    spec: FrameSpec,
+    top_k: int,
+    texts: Callable[[Sequence[BlockView]], Mapping[str, str]],
+    similarity: SimilarityFactory = word_overlap,
 ) -> Recollection:
-    """Enforce guarantees, keep ``top_k``, then fill the frame's token budget greedily in that order.
+    """Reserve the guaranteed slots, fill the others by MMR, then fill the frame's token budget greedily.
 
-    ``texts`` gives the blocks' texts by id (asked once, for the ``top_k`` chosen). Filling stops at the first
-    block that does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so
-    the text never exceeds the budget and the agent still gets the best block.
+    ``texts`` gives the blocks' texts by id (asked once, for the ``top_k × 4`` best-ranked: the pool MMR picks
+    from); ``similarity`` builds the block similarity MMR uses from them. Filling stops at the first block that
+    does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so the text never
+    exceeds the budget and the agent still gets the best block.
     """
-    chosen = enforce_guarantees(ranked, spec, top_k)
-    text_of = texts([s.block for s in chosen])
+    pool = list(ranked[: top_k * CANDIDATES_PER_SLOT])
+    text_of = texts([s.block for s in pool])
+    chosen = enforce_guarantees(pool, spec, top_k, similarity(text_of))
+    reserved = {s.block.block_id for s in reserved_slots(pool, spec, top_k)}
     chosen_ids = {s.block.block_id for s in chosen}
     dropped: list[tuple[str, Literal["top_k", "token_budget"]]] = [
         (s.block.block_id, "top_k") for s in ranked if s.block.block_id not in chosen_ids
@@ -200,11 +238,11 @@ def recollect(
         content = text_of[s.block.block_id]
         attempt = [*((x.scored.block, x.content) for x in shown), (s.block, content)]
         if estimate_tokens(render(spec, attempt)) <= spec.token_budget:
-            shown.append(Shown(s, content, is_guaranteed(s.block, spec)))
+            shown.append(Shown(s, content, s.block.block_id in reserved))
             continue
         if not shown:
             cut = _cut_to_fit(spec, s.block, content)
-            shown.append(Shown(s, cut, is_guaranteed(s.block, spec), truncated=True))
+            shown.append(Shown(s, cut, s.block.block_id in reserved, truncated=True))
             dropped += [(x.block.block_id, "token_budget") for x in chosen[i + 1 :]]
         else:
             dropped += [(x.block.block_id, "token_budget") for x in chosen[i:]]

@@ -75,6 +75,7 @@ class BlockOut(BaseModel):
     last_reinforced_at: _dt.datetime
     created_at: _dt.datetime
     archived_at: _dt.datetime | None
+    superseded_by: str | None = None
     score: ScoreParts
 
     @classmethod
@@ -93,6 +94,7 @@ class BlockOut(BaseModel):
             last_reinforced_at=b.last_reinforced_at,
             created_at=b.created_at,
             archived_at=b.archived_at,
+            superseded_by=b.superseded_by,
             score=ScoreParts.of(s),
         )
 
@@ -134,6 +136,25 @@ class CurateResult(BaseModel):
     archived_ids: list[str]
     reinforced_ids: list[str]
     active_hours: float
+    position: int
+
+
+class SupersedeResult(BaseModel):
+    """A block replaced by a new one: search and recall now find ``new_block_id``; the old block keeps its
+    history (``MemorySuperseded`` at ``position``)."""
+
+    block_id: str
+    new_block_id: str
+    tags: list[str]
+    position: int
+
+
+class ForgetResult(BaseModel):
+    """A block forgotten: gone from search, recall and the read models; ``MemoryForgotten`` at ``position``
+    records who forgot it and why."""
+
+    block_id: str
+    reason: str
     position: int
 
 

@@ -206,7 +206,7 @@ def test_an_auditor_is_refused_by_every_state_changing_route_and_nothing_is_reco
     receipt = http.post("/compliance/assert", json={"session_id": sid}, headers=keys["alice"]).json()["receipt"]
     http.post("/tasks", json={"task_id": "t-1", "title": "A task"}, headers=keys["alice"])
     key_id = ledger.api_key_list(OPERATOR)[0].key_id
-    values = {"session_id": sid, "task_id": "t-1", "key_id": key_id}
+    values = {"session_id": sid, "task_id": "t-1", "key_id": key_id, "block_id": "blk_0123456789abcdef01234567"}
     writes = [
         (method.upper(), path)
         for path, operations in http.get("/openapi.json").json()["paths"].items()
@@ -223,6 +223,7 @@ def test_an_auditor_is_refused_by_every_state_changing_route_and_nothing_is_reco
 
     assert {p for _, p in writes} >= {"/sessions", "/memory/blocks", "/tasks/{task_id}/transitions", "/api/v1/memory"}
     assert {p for _, p in writes} >= {"/admin/keys/{key_id}/revoke", "/admin/sessions/{session_id}/anchor/unlock"}
+    assert {p for _, p in writes} >= {"/memory/blocks/{block_id}/supersede", "/memory/blocks/{block_id}/forget"}
     refused = {k: (r.status_code, r.json()["error"]["code"]) for k, r in answers.items()}
     assert refused == {k: (403, "forbidden") for k in answers}
     assert all("auditor" in r.json()["error"]["message"] for r in answers.values())
@@ -244,6 +245,8 @@ def write_tool_arguments(sid: str, block_id: str) -> dict[str, dict[str, Any]]:
         "memory_recall": {"query": "audit"},
         "memory_curate": {},
         "memory_outcome": {"block_ids": [block_id], "signal": 1.0},
+        "memory_supersede": {"block_id": block_id, "content": "Auditors read; agents write."},
+        "memory_forget": {"block_id": block_id, "reason": "audit"},
         "memory_setup": {"identity": "I audit", "session_id": sid},
         "assert_compliance": {"session_id": sid},
         "odyssean_anchor": {"role": "dev", "proof_candidate": "===ODYSSEAN_ANCHOR_PROOF::v5.0===", "session_id": sid},

@@ -58,7 +58,8 @@ async def test_the_self_frame_recalls_the_constitution_with_score_breakdowns(
     assert recalled["frame"] == "self" and recalled["query"] is None
     assert recalled["text"].startswith("## Identity\n- ")
     assert sorted(b["block_id"] for b in recalled["blocks"]) == CONSTITUTIONAL_IDS
-    assert all(b["guaranteed"] and b["tier"] == "permanent" for b in recalled["blocks"])
+    assert all(b["tier"] == "permanent" for b in recalled["blocks"])
+    assert [b["guaranteed"] for b in recalled["blocks"]] == [True, True] + [False] * 8  # two reserved slots
     assert all(set(b["score"]) >= SCORE_PARTS for b in recalled["blocks"])
     assert recalled["tokens"] <= recalled["token_budget"] == 600
     assert recalled["token_expires_at"] is None  # no query: no compliance token
@@ -294,3 +295,38 @@ def test_mcp_over_http_recall_needs_no_session_and_issues_no_token(make_ledger: 
     assert recalled["structuredContent"]["token_expires_at"] is None
     assert recalled["structuredContent"]["blocks"]
     assert curated["structuredContent"]["trigger"] == "manual"
+
+
+@pytest.mark.anyio
+async def test_mcp_supersede_points_recall_at_the_new_block_and_an_agent_may_not_forget(
+    make_ledger: LedgerFactory,
+) -> None:
+    ledger = make_ledger()
+    async with connected(ledger) as client:
+        old = (await call(client, "memory_remember", {"content": MEMORIES[0], "tags": ["project/db"]}))["block_id"]
+        new_text = "The ledger database runs SQLite in WAL mode with synchronous NORMAL since June."
+        replaced = await call(client, "memory_supersede", {"block_id": old, "content": new_text})
+        recalled = await call(client, "memory_recall", {"query": "ledger database SQLite"})
+        refused = await client.call_tool("memory_forget", {"block_id": old, "reason": "outdated"})
+    assert replaced["block_id"] == old and replaced["tags"] == ["project/db"]
+    assert [b["block_id"] for b in recalled["blocks"]] == [replaced["new_block_id"]]
+    assert refused.is_error and "administrator" in refused.content[0].text  # type: ignore[union-attr]
+    assert ledger.memory_block(old).block.superseded_by == replaced["new_block_id"]
+
+
+def test_rest_supersedes_and_forgets_a_block(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base) as http:
+        old = http.post("/memory/blocks", json={"content": MEMORIES[1]}).json()["block_id"]
+        replaced = http.post(f"/memory/blocks/{old}/supersede", json={"content": MEMORIES[1] + " It rotates yearly."})
+        new = replaced.json()["new_block_id"]
+        forgotten = http.post(f"/memory/blocks/{new}/forget", json={"reason": "wrong: keys never rotate"})
+        gone = http.get(f"/memory/blocks/{new}")
+        empty = http.post(f"/memory/blocks/{old}/forget", json={"reason": ""})
+    assert replaced.status_code == 200 and forgotten.status_code == 200
+    assert forgotten.json() == {
+        "block_id": new,
+        "reason": "wrong: keys never rotate",
+        "position": ledger.store.head()[0],
+    }
+    assert gone.status_code == 404 and empty.status_code == 422

@@ -43,6 +43,7 @@ MCP_CASES: dict[str, list[dict[str, Any]]] = {
     "memory_recall": [{"query": "refresh endpoint"}, {}],
     "memory_outcome": [{"block_ids": ["<block>"], "signal": 1.0}],
     "memory_setup": [{"seed": False, "values": ["Alice values tests that fail before the fix."]}],
+    "memory_supersede": [{"block_id": BLOCK_ID, "content": "A block alice rated and then corrected."}],
     "assert_compliance": [{}],
     "odyssean_anchor": [{"role": "dev", "proof_candidate": "not a proof yet"}],
     "query_brain": [{"prompt": "how does the refresh endpoint rotate tokens?"}],
@@ -149,6 +150,10 @@ REST_CASES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("post", "/memory/recall"): ("/memory/recall", {"query": "refresh"}),
     ("post", "/memory/outcome"): ("/memory/outcome", {"block_ids": [BLOCK_ID], "signal": 1}),
     ("post", "/memory/search"): ("/memory/search", {"query": "refresh"}),
+    ("post", "/memory/blocks/{block_id}/supersede"): (
+        f"/memory/blocks/{BLOCK_ID}/supersede",
+        {"content": "A block alice rated and then corrected."},
+    ),
     ("post", "/compliance/assert"): ("/compliance/assert", {}),
     ("post", "/anchors"): ("/anchors", {"role": "dev", "proof_candidate": "not a proof yet"}),
     ("post", "/tasks/{task_id}/transitions"): ("/tasks/t-1/transitions", {"to_status": "active"}),

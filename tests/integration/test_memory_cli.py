@@ -133,3 +133,16 @@ def test_replay_as_of_shows_a_blocks_score_at_that_moment(make_ledger: LedgerFac
     assert json.loads(late[1])["memory"]["blocks"] == 1
     assert "memory: 1 blocks" in text[1] and f"{block_id} [standard] score" in text[1]
     assert missing[0] != 0 and "does not exist" in missing[1] + missing[2]
+
+
+def test_memory_supersede_and_forget_from_the_console(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    url = str(ledger.store.engine.url)
+    old = ledger.remember(WHO, "Backups run weekly.", ["project/ops"]).block_id
+    code, said, _ = cli(tmp_path, url, "memory", "supersede", old, "Backups run daily at 03:00.")
+    new = block_id_for("Backups run daily at 03:00.")
+    forgot, json_out, _ = cli(tmp_path, url, "memory", "forget", new, "--reason", "test data", "--json")
+    missing, _, err = cli(tmp_path, url, "memory", "forget", new, "--reason", "again")
+    assert code == 0 and f"{old} superseded by {new}" in said
+    assert forgot == 0 and json.loads(json_out)["block_id"] == new
+    assert missing != 0 and "forgotten already" in err

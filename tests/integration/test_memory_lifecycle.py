@@ -186,19 +186,40 @@ def test_step6_constitutional_blocks_guaranteed_in_self_frame_even_when_they_sco
 
 
 def test_step6_domain_values_compete_for_non_guaranteed_slots_without_a_query(make_ledger: LedgerFactory) -> None:
-    """Without a query every constitutional block is a candidate: with top_k above 10 all ten are guaranteed
-    and the best self/* values take what is left; the similarity weight is dropped."""
+    """Seed 002 edge case 1 and Step 6 test 6: a queryless SELF recall with ``top_k=5`` reserves at most two slots
+    for constitutional blocks; well-connected, reinforced domain values win the other slots on score (the other
+    constitutional blocks compete with them, unreserved). The similarity weight is dropped."""
     ledger = make_ledger()
     ledger.setup_memory(ELF)
     values = [ledger.remember(ELF, text, ["self/value"]).block_id for text in DOMAIN_VALUES[:4]]
     ledger.remember(ELF, "Domain knowledge outside the self frame.", ["project/x"])
-    result = ledger.recall(ELF, frame="self", top_k=12)
-    ids = [b.block_id for b in result.blocks]
-    assert set(ids[:10]) == constitutional_ids(ledger)
-    assert set(ids[10:]) <= set(values) and len(ids) == 12
+    for _ in range(3):  # used together: reinforced and linked by co-retrieval edges
+        ledger.recall(ELF, "hypothesis experiment evidence", frame="attention", top_k=4)
+    result = ledger.recall(ELF, frame="self", top_k=5)
+    constitution = constitutional_ids(ledger)
+    guaranteed = [b for b in result.blocks if b.guaranteed]
+    domain = [b.block_id for b in result.blocks if b.block_id in values]
+
+    assert len(result.blocks) == 5
+    assert 1 <= len(guaranteed) <= 2 and {b.block_id for b in guaranteed} <= constitution
+    assert result.blocks[: len(guaranteed)] == guaranteed  # reserved slots come first
+    assert len(domain) >= 2  # the constitution no longer fills every slot
     assert all(b.score.weights["similarity"] == 0.0 for b in result.blocks)
     assert result.text.startswith("## Identity\n- ")
     assert result.tokens <= result.token_budget == 600
+
+
+def test_with_top_k_above_ten_the_constitution_competes_beyond_its_two_reserved_slots(
+    make_ledger: LedgerFactory,
+) -> None:
+    ledger = make_ledger()
+    ledger.setup_memory(ELF)
+    values = {ledger.remember(ELF, text, ["self/value"]).block_id for text in DOMAIN_VALUES[:4]}
+    result = ledger.recall(ELF, frame="self", top_k=12)
+    ids = {b.block_id for b in result.blocks}
+    assert ids <= constitutional_ids(ledger) | values and len(ids) == 12  # 14 candidates for 12 slots
+    assert sum(b.guaranteed for b in result.blocks) == 2
+    assert len(result.blocks) + len(result.dropped) == 14
 
 
 def test_the_self_frame_holds_only_self_blocks_and_the_budget_trims_the_text(make_ledger: LedgerFactory) -> None:

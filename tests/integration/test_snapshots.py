@@ -39,14 +39,21 @@ FOLDS: list[Callable[[], ProjectionRunner]] = [
 
 
 def busy_history(ledger: Ledger, rounds: int = 6) -> None:
-    """Sessions, searches, passes and fails, memory with co-retrieval edges, outcomes and curates."""
+    """Sessions, searches, passes and fails, memory with co-retrieval edges, outcomes, curates, a supersede and
+    a forget."""
     rng = random.Random(7)
     with freeze_time(T0) as frozen:
         for r in range(rounds):
             for actor in AGENTS:
                 frozen.tick(_dt.timedelta(minutes=7))
                 session = ledger.clock_in(actor, "dev", focus=f"round {r}").session_id
-                ledger.remember(actor, f"{actor.agent} learned fact number {r} about the build", ["build"], session)
+                fact = ledger.remember(
+                    actor, f"{actor.agent} learned fact number {r} about the build", ["build"], session
+                )
+                if actor is AGENTS[0] and r == 2:
+                    ledger.supersede(actor, fact.block_id, f"{actor.agent} corrected fact {r} about the build", session)
+                if actor is AGENTS[1] and r == 3:
+                    ledger.forget(Actor("operator", "cli", admin=True), fact.block_id, "recorded by mistake")
                 if rng.random() < 0.7:
                     ledger.search(actor, session, "build fact")
                 ledger.assert_compliance(actor, session)

@@ -54,10 +54,25 @@ def test_guaranteed_candidates_take_their_slots_first_and_the_rest_compete() -> 
     assert [s.block.block_id for s in chosen] == ["c1", "c2", "d1"]
 
 
-def test_more_guaranteed_candidates_than_slots_keeps_the_best_guaranteed() -> None:
+def test_at_most_two_constitutional_slots_are_reserved_and_the_rest_compete_on_score() -> None:
+    """Seed 002 edge case 1: the constitution does not crowd out domain knowledge."""
     candidates = ranked(*((f"c{i}", i / 10, CONST) for i in range(6)), ("d", 0.99, ("self/value",)))
     chosen = rc.enforce_guarantees(candidates, rc.FRAMES["self"], 3)
-    assert [s.block.block_id for s in chosen] == ["c5", "c4", "c3"]
+    assert [s.block.block_id for s in chosen] == ["c5", "c4", "d"]
+    assert [s.block.block_id for s in rc.reserved_slots(candidates, rc.FRAMES["self"], 3)] == ["c5", "c4"]
+
+
+def test_with_a_query_the_reserved_slots_go_to_the_most_relevant_constitutional_blocks() -> None:
+    w = decay.SELF_WEIGHTS
+    relevant = rc.Scored(view("c_rel", "x", CONST), decay.ScoreBreakdown(0.9, 0, 0, 0, 0, w, 0.2), 0.0, 0.0)
+    strong = [scored(view(f"c{i}", "x", CONST), 0.5 + i / 10) for i in range(3)]
+    chosen = rc.reserved_slots([*strong, relevant], rc.FRAMES["self"], 5)
+    assert [s.block.block_id for s in chosen] == ["c_rel", "c2"]
+
+
+def test_the_task_frame_still_reserves_every_goal() -> None:
+    goals = ranked(*((f"g{i}", i / 10, ("self/goal",)) for i in range(4)), ("d", 0.99, ()))
+    assert [s.block.block_id for s in rc.enforce_guarantees(goals, rc.FRAMES["task"], 4)] == ["g3", "g2", "g1", "g0"]
 
 
 def test_a_frame_without_guarantees_is_plain_ranking() -> None:

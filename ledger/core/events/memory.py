@@ -82,3 +82,22 @@ class MemoryOutcomeRecorded(DomainEvent):
     signal: float
     session_id: str | None = None
     note: str | None = None
+
+
+class MemorySuperseded(DomainEvent):
+    """A block was replaced by a newer one (``by_block_id``, remembered just before): it keeps its history but
+    leaves search and recall, which find the new block instead."""
+
+    type_name: ClassVar[str] = "MemorySuperseded"
+    block_id: str
+    by_block_id: str
+    session_id: str | None = None
+
+
+class MemoryForgotten(DomainEvent):
+    """An administrator forgot a block: it leaves search, recall and the read models; this event stays in the
+    log and says why."""
+
+    type_name: ClassVar[str] = "MemoryForgotten"
+    block_id: str
+    reason: str

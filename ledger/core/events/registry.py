@@ -13,10 +13,12 @@ from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialis
 from ledger.core.events.memory import (
     MemoryCurated,
     MemoryDuplicateRejected,
+    MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
     MemorySearched,
+    MemorySuperseded,
 )
 from ledger.core.events.sessions import ComplianceRefused, ComplianceStamped, SessionEnded, SessionStarted
 from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
@@ -34,6 +36,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryRecalled,
     MemoryCurated,
     MemoryOutcomeRecorded,
+    MemorySuperseded,
+    MemoryForgotten,
     ComplianceStamped,
     ComplianceRefused,
     AnchorAttempted,
