@@ -150,7 +150,7 @@ def memory_supersede(
     ctx: typer.Context,
     block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
     content: Annotated[str, typer.Argument(help="the text that replaces it (the block's tags are kept)")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Replace a block with a corrected text: search and recall find the new block; the old keeps its history."""
     with ledger_for(ctx) as ledger:
@@ -166,7 +166,7 @@ def memory_forget(
     ctx: typer.Context,
     block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
     reason: Annotated[str, typer.Option(help="why it is forgotten, kept in the log (e.g. an erasure request)")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Forget a block: it leaves search, recall and every memory read; the log keeps the event and the reason."""
     with ledger_for(ctx) as ledger:
