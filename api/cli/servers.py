@@ -86,7 +86,9 @@ def _bind(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (not yet listening), or the error to print: taken, not allowed or no such
     address. ``serve`` binds before it announces anything, so a taken port is said first and plainly."""
     address = host.strip("[]")
-    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they are TCP; with proto 0
+    # every small answer waited for the client's delayed ACK (about 40 ms a request)
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
     try:
         sock.bind((address, port))
