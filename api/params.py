@@ -29,3 +29,13 @@ AsOf = Annotated[
 Position = Annotated[
     int | None, Query(ge=0, le=MAX_INT64, description="log position: the state after that event (not with as_of)")
 ]
+WindowStart = Annotated[
+    _dt.datetime,
+    BeforeValidator(_iso_time),
+    Query(description="ISO 8601 time with an offset: the window's start (widened to its bucket's start)"),
+]
+WindowEnd = Annotated[
+    _dt.datetime,
+    BeforeValidator(_iso_time),
+    Query(description="ISO 8601 time with an offset: the window's end (widened to its bucket's end)"),
+]

@@ -78,6 +78,7 @@ class Ledger:
         self.assert_compliance = self.sessions.assert_compliance
         self.verify_stamp = self.sessions.verify_stamp
         self.compliance_report = self.sessions.compliance_report
+        self.compliance_series = self.sessions.compliance_series
         # --- client hooks: a turn's start and the Stop hook held at the gate (ledger.hooks) ----------------------
         self.turn_started = self.hooks.turn_started
         self.stop_hook = self.hooks.stop
@@ -95,6 +96,7 @@ class Ledger:
         self.forget = self.memory.forget
         self.memory_blocks = self.memory.memory_blocks
         self.memory_block = self.memory.memory_block
+        self.memory_lookup = self.memory.memory_lookup
         self.block_texts = self.memory.block_texts
         self.memory_stats = self.memory.memory_stats
         # --- workflow tasks (ledger.workflow) and their enforcement (ledger.enforcement) -----------------------

@@ -20,6 +20,7 @@ from api.rest.context import error_response, install_error_handlers, refuse_unst
 from api.rest.docs import install as install_offline_docs
 from api.rest.mcp_endpoint import Built, LazyMcp
 from api.rest.observe import RateLimit, RequestLog
+from api.rest.ui import install as install_dashboard
 from api.settings import Settings
 from api.version import package_version
 from ledger.core.errors import LedgerError, StoreUnavailable
@@ -82,6 +83,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.mount("/mcp", mcp)
     install_error_handlers(app)
     install_offline_docs(app)
+    install_dashboard(app)
 
     app.include_router(health.router(ledger), responses=ERROR_RESPONSES)  # never rate-limited
     for router in (

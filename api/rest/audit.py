@@ -1,18 +1,21 @@
-"""REST routes an auditor reads: the log (``GET /events``) and the compliance report."""
+"""REST routes an auditor reads: the log (``GET /events``), the chain check (``GET /audit/verify``), and the
+compliance report, cumulative (``GET /reports/compliance``) or per hour or day (``GET /reports/compliance/series``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from api.params import AsOf, Position
+from api.params import AsOf, Position, WindowEnd, WindowStart
 from api.render import event_dict
 from api.rest.context import Caller
 from ledger.core.limits import MAX_INT64
+from ledger.keys import access
 from ledger.service import Actor, Ledger
 from ledger.sessions.report import ComplianceReport
+from ledger.sessions.series import ComplianceSeries
 
 MAX_EVENTS_PAGE = 1000
 
@@ -22,8 +25,18 @@ class EventsPage(BaseModel):
     next_after: int | None
 
 
+class ChainCheck(BaseModel):
+    """The hash chain recomputed from position 1 (``compliance-ledger verify`` over HTTP)."""
+
+    ok: bool
+    checked: int = Field(description="events whose hash was recomputed")
+    head_position: int
+    first_bad_position: int | None = None
+    reason: str | None = None
+
+
 def router(ledger: Ledger) -> APIRouter:
-    """``GET /events`` and ``GET /reports/compliance``."""
+    """``GET /events``, ``GET /audit/verify``, ``GET /reports/compliance`` and ``GET /reports/compliance/series``."""
     api = APIRouter()
 
     @api.get("/events", response_model=EventsPage, tags=["audit"])
@@ -41,6 +54,37 @@ def router(ledger: Ledger) -> APIRouter:
             return EventsPage(events=[event_dict(r) for r in rows], next_after=next_after)
 
         return await who.run(page)
+
+    @api.get("/audit/verify", response_model=ChainCheck, tags=["audit"])
+    async def verify_chain(who: Caller) -> Any:
+        """Recompute every event's hash and its link to the one before; the first break, if any (auditor or
+        admin: it reads every agent's events)."""
+
+        def check(actor: Actor) -> ChainCheck:
+            access.require_overview(actor, "the chain check")
+            found = ledger.verify()
+            return ChainCheck(
+                ok=found.ok,
+                checked=found.checked,
+                head_position=found.head_position,
+                first_bad_position=found.first_bad_position,
+                reason=found.reason,
+            )
+
+        return await who.run(check)
+
+    @api.get("/reports/compliance/series", response_model=ComplianceSeries, tags=["reports"])
+    async def compliance_series(
+        who: Caller,
+        start: WindowStart,
+        end: WindowEnd,
+        bucket: Literal["hour", "day"] = "hour",
+        agent: str | None = None,
+    ) -> Any:
+        """The compliance report's counts per agent and per hour or day, each bucket only what happened in it
+        (the buckets add up to the cumulative report at the end minus the one at the start); an agent key sees
+        only its own rows."""
+        return await who.run(lambda actor: ledger.compliance_series(start, end, bucket, agent=agent, viewer=actor))
 
     @api.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
     async def compliance_report(

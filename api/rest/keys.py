@@ -1,4 +1,6 @@
-"""API key administration over REST: the twins of ``compliance-ledger keys list`` and ``keys revoke``.
+"""API key administration over REST: the twins of ``compliance-ledger keys list`` and ``keys revoke``, and
+``GET /whoami`` (who the presented key proves the caller to be, so a client such as the dashboard at ``/ui`` can
+offer only what the caller may do).
 
 Issuing and rotating stay on the CLI, so a key's plaintext is never sent over HTTP.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from api.rest.context import Caller, StrictBody
 from ledger.keys.decisions import MAX_REASON_CHARS
@@ -16,13 +18,29 @@ from ledger.keys.report import ApiKeyInfo
 from ledger.service import Ledger
 
 
+class WhoAmI(BaseModel):
+    """The caller as the server resolved the request's credential."""
+
+    agent: str
+    role: str = Field(description="admin | agent | auditor")
+    by_key: bool = Field(description="false: no API key exists, so the caller is the local agent, an administrator")
+
+
 class Revoke(StrictBody):
     reason: str | None = Field(None, description=f"why (recorded in the ledger), at most {MAX_REASON_CHARS} characters")
 
 
 def router() -> APIRouter:
-    """``GET /admin/keys`` (auditor or admin) and ``POST /admin/keys/{key_id}/revoke`` (admin)."""
+    """``GET /whoami`` (anyone with a live key, or anyone while no key exists), ``GET /admin/keys`` (auditor or
+    admin) and ``POST /admin/keys/{key_id}/revoke`` (admin)."""
     api = APIRouter(prefix="/admin/keys", tags=["admin"])
+    me = APIRouter(tags=["admin"])
+
+    @me.get("/whoami", response_model=WhoAmI)
+    async def whoami(who: Caller) -> Any:
+        """The agent and role the request's API key proves (a 401 when keys exist and none, or a dead one, was
+        sent)."""
+        return await who.run(lambda actor: WhoAmI(agent=actor.agent, role=actor.role, by_key=actor.by_key))
 
     @api.get("", response_model=list[ApiKeyInfo])
     async def list_keys(who: Caller, request: Request) -> Any:
@@ -36,4 +54,5 @@ def router() -> APIRouter:
         ledger: Ledger = request.app.state.ledger
         return await who.run(lambda actor: ledger.revoke_api_key(actor, key_id, body.reason if body else None))
 
-    return api
+    me.include_router(api)
+    return me

@@ -1,4 +1,5 @@
-"""REST routes of memory: remember, list and inspect blocks, recall, curate, outcome, search, supersede, forget."""
+"""REST routes of memory: remember, list and inspect blocks, recall, curate, outcome, search (recorded) and lookup
+(not recorded), supersede, forget."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from ledger.memory.report import (
     BlockList,
     CurateResult,
     ForgetResult,
+    LookupResult,
     OutcomeResult,
     RecallResult,
     RememberResult,
@@ -155,6 +157,17 @@ def router(ledger: Ledger) -> APIRouter:
     @api.post("/memory/blocks/{block_id}/forget", response_model=ForgetResult)
     async def forget(block_id: str, body: Forget, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
+
+    @api.get("/memory/lookup", response_model=LookupResult)
+    async def lookup(
+        who: Caller,
+        query: str = Query(description="what to look for, as for POST /memory/search"),
+        limit: int = Query(10, ge=1, le=memory.MAX_LIMIT),
+    ) -> Any:
+        """The search of ``POST /memory/search`` (same index, same ranking) recorded nowhere: no event, no
+        compliance token, no session. For people browsing memory (the dashboard's search box); an agent's search
+        that earns a stamp is ``POST /memory/search``."""
+        return await who.run(lambda _actor: ledger.memory_lookup(query, limit))
 
     @api.post("/memory/search", response_model=SearchResult)
     async def search(body: Search, who: Caller) -> Any:

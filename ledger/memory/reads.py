@@ -14,7 +14,8 @@ from ledger.core.mapper import decode
 from ledger.kernel import Kernel
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
-from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, MemoryStats
+from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, LookupResult, MemoryStats, Neighbour
+from ledger.sessions.report import SearchHit
 from projections import decay
 from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
@@ -126,13 +127,42 @@ class MemoryReads:
                     "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
                 )
             scored = score_one(graph, clock, block)
+            neighbours = sorted(
+                (
+                    Neighbour(
+                        block_id=e.b if e.a == block_id else e.a,
+                        count=e.count,
+                        last_co_retrieved_at=e.last_co_retrieved_at,
+                    )
+                    for e in graph.incident(block_id)
+                ),
+                key=lambda n: (-n.count, n.block_id),
+            )
         history = [
             _history_entry(rec)
             for rec in self.kernel.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
             if block_id in memory_proj.block_ids_of(rec)
         ]
         texts = self.block_texts([scored.block])
-        return BlockDetail(block=BlockOut.of(scored, texts[block_id]), history=history, as_of=moment, position=until)
+        return BlockDetail(
+            block=BlockOut.of(scored, texts[block_id]),
+            history=history,
+            neighbours=neighbours,
+            as_of=moment,
+            position=until,
+        )
+
+    def memory_lookup(self, query: str, limit: int = 10) -> LookupResult:
+        """The search of ``search`` (the same index and ranking) without recording anything: no event, no token,
+        no session. For people browsing memory; an agent's search that counts goes through the session."""
+        query = memory.check_query(query)
+        limit = memory.check_limit(limit)
+        hits = self.kernel.index.search(query, limit)
+        return LookupResult(
+            query=query,
+            results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
+            count=len(hits),
+        )
 
     def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
         """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps

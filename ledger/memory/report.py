@@ -6,9 +6,10 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ledger.memory.recall import Scored
+from ledger.sessions.report import SearchHit
 
 
 class RememberResult(BaseModel):
@@ -190,11 +191,29 @@ class BlockEvent(BaseModel):
     detail: dict[str, Any]
 
 
+class LookupResult(BaseModel):
+    """What a search for ``query`` finds now, recorded nowhere (no event, no token)."""
+
+    query: str
+    results: list[SearchHit]
+    count: int
+
+
+class Neighbour(BaseModel):
+    """A block recalled together with this one (a co-retrieval edge of the memory graph)."""
+
+    block_id: str
+    count: int = Field(description="how many recalls returned both blocks")
+    last_co_retrieved_at: _dt.datetime
+
+
 class BlockDetail(BaseModel):
-    """One block as of a moment, scored against every live block, with every event that touched it."""
+    """One block as of a moment, scored against every live block, with every event that touched it and its
+    co-retrieval neighbours (most often together first)."""
 
     block: BlockOut
     history: list[BlockEvent]
+    neighbours: list[Neighbour] = Field(default_factory=list)
     as_of: _dt.datetime
     position: int
 

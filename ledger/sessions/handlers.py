@@ -22,7 +22,7 @@ from ledger.kernel import Actor, Kernel, check_agent
 from ledger.keys import access
 from ledger.memory import decisions as memory
 from ledger.sessions import decisions as sessions
-from ledger.sessions import gate, receipts, stamps
+from ledger.sessions import gate, receipts, series, stamps
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.report import (
     AgentReport,
@@ -240,3 +240,14 @@ class SessionCommands:
             position, agents = until, dict(runner.state(COMPLIANCE.name))
         rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
         return ComplianceReport(position=position, as_of=as_of, agents=rows)
+
+    def compliance_series(
+        self,
+        start: _dt.datetime,
+        end: _dt.datetime,
+        bucket: str = "hour",
+        agent: str | None = None,
+        viewer: Actor | None = None,
+    ) -> series.ComplianceSeries:
+        """The compliance report per hour or day over a window (see :mod:`ledger.sessions.series`)."""
+        return series.compliance_series(self.kernel, start, end, bucket, agent, viewer)

@@ -1,0 +1,114 @@
+"""The compliance report as a time series: the gate's counts per agent, per hour or per day, over a window.
+
+Each bucket is the compliance fold (:mod:`projections.compliance`) run from nothing over only the events recorded
+in that bucket, so a bucket's numbers are what happened in it, and the buckets of a window add up to the
+difference between the cumulative reports (``GET /reports/compliance``) at its end and at its start. Only the
+event types the fold counts are read, by an index range on the log, never the whole log.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ledger.core.errors import InvalidInput
+from ledger.kernel import Actor, Kernel
+from ledger.keys import access
+from ledger.sessions.report import AgentReport
+from projections import compliance
+
+Bucket = Literal["hour", "day"]
+STEP: dict[str, _dt.timedelta] = {"hour": _dt.timedelta(hours=1), "day": _dt.timedelta(days=1)}
+MAX_BUCKETS = 744  # 31 days by the hour, or two years by the day
+COUNTED_TYPES = [cls.type_name for cls in compliance.COUNTED]
+
+
+class SeriesPoint(BaseModel):
+    """What each agent did in one bucket ``[start, start + bucket)``; agents with nothing recorded are left out."""
+
+    start: _dt.datetime
+    agents: list[AgentReport]
+
+
+class ComplianceSeries(BaseModel):
+    """The gate's counts per agent and bucket over ``[start, end)``, and their totals over the window."""
+
+    start: _dt.datetime
+    end: _dt.datetime
+    bucket: Bucket
+    agent: str | None = Field(None, description="the series is limited to this agent")
+    first_position: int = Field(description="the first log position the window covers")
+    last_position: int = Field(description="the last log position the window covers")
+    points: list[SeriesPoint]
+    totals: list[AgentReport] = Field(description="each agent's counts over the whole window")
+
+
+def floor(moment: _dt.datetime, bucket: Bucket) -> _dt.datetime:
+    """The start of the bucket holding ``moment`` (UTC)."""
+    moment = moment.astimezone(_dt.UTC).replace(minute=0, second=0, microsecond=0)
+    return moment.replace(hour=0) if bucket == "day" else moment
+
+
+def check_window(start: _dt.datetime, end: _dt.datetime, bucket: str) -> tuple[_dt.datetime, _dt.datetime, Bucket]:
+    """The window aligned to whole buckets, or :class:`InvalidInput` saying what to send instead."""
+    if bucket not in STEP:
+        raise InvalidInput(f"bucket {bucket!r} is not known", "send bucket=hour or bucket=day")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidInput("start and end need a UTC offset", "send ISO times such as 2026-01-31T12:00:00Z")
+    if end <= start:
+        raise InvalidInput("end is not after start", "send an end later than the start")
+    chosen: Bucket = "hour" if bucket == "hour" else "day"
+    first = floor(start, chosen)
+    last = floor(end - _dt.timedelta(microseconds=1), chosen) + STEP[chosen]
+    buckets = (last - first) // STEP[chosen]
+    if buckets > MAX_BUCKETS:
+        raise InvalidInput(
+            f"the window holds {buckets} {chosen}s, more than {MAX_BUCKETS}",
+            "send a shorter window, or bucket=day for a long one",
+        )
+    return first, last, chosen
+
+
+def compliance_series(
+    kernel: Kernel,
+    start: _dt.datetime,
+    end: _dt.datetime,
+    bucket: str = "hour",
+    agent: str | None = None,
+    viewer: Actor | None = None,
+) -> ComplianceSeries:
+    """Fold the counted events recorded in ``[start, end)`` (widened to whole buckets) into one report per
+    bucket; an agent key sees only its own rows."""
+    if viewer is not None:
+        agent = access.report_agent(viewer, agent)
+    first, last, chosen = check_window(start, end, bucket)
+    step = STEP[chosen]
+    after = kernel.store.position_as_of(first - _dt.timedelta(microseconds=1))
+    until = kernel.store.position_as_of(last - _dt.timedelta(microseconds=1))
+    per_bucket: dict[_dt.datetime, dict[str, compliance.AgentCompliance]] = {}
+    whole: dict[str, compliance.AgentCompliance] = {}
+    for rec in kernel.store.iter_events(after, until, types=COUNTED_TYPES, agent=agent):
+        key = compliance.compliance_key(rec)
+        if key is None or rec.recorded_at < first or rec.recorded_at >= last:
+            continue
+        rows = per_bucket.setdefault(floor(rec.recorded_at, chosen), {})
+        rows[key] = compliance.evolve(rows.get(key), rec)
+        whole[key] = compliance.evolve(whole.get(key), rec)
+    points = []
+    moment = first
+    while moment < last:
+        rows = per_bucket.get(moment, {})
+        points.append(SeriesPoint(start=moment, agents=[AgentReport.of(a) for _, a in sorted(rows.items())]))
+        moment += step
+    return ComplianceSeries(
+        start=first,
+        end=last,
+        bucket=chosen,
+        agent=agent,
+        first_position=after + 1,
+        last_position=until,
+        points=points,
+        totals=[AgentReport.of(a) for _, a in sorted(whole.items())],
+    )

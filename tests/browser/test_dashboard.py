@@ -1,0 +1,218 @@
+"""The dashboard at /ui in headless Chromium against a real ``compliance-ledger serve`` on loopback with a seeded
+ledger: each page's numbers are the REST reports' numbers, fetched by the test itself; the key prompt; an agent key
+gets no write buttons and the API refuses its write. Screenshots go to docs/screenshots/ for the README."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ledger.service import Actor
+from tests.browser.seed import Seeded, seed
+from tests.conftest import LedgerFactory
+from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+OPERATOR = Actor("operator", "cli", admin=True)
+WAIT_MS = READY_WITHIN * 1000
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:.1f}%"
+
+
+def open_page(context: Any, url: str, ready: str) -> Any:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url)
+    page.wait_for_selector(f"body[data-ready={ready}]", timeout=WAIT_MS)
+    page.errors = errors
+    return page
+
+
+def wait_ready(page: Any, ready: str) -> None:
+    page.wait_for_selector(f"body[data-ready={ready}]", timeout=WAIT_MS)
+
+
+def cell(page: Any, table: str, agent: str, field: str) -> str:
+    return str(page.locator(f"[data-testid={table}] tr[data-agent='{agent}'] td[data-field={field}]").inner_text())
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def seeded(make_ledger: LedgerFactory, tmp_path: Path, project: Path) -> tuple[str, Seeded]:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = make_ledger(url, project_roots=[str(project.parent)])
+    return url, seed(ledger, project)
+
+
+def test_every_page_shows_the_numbers_the_rest_api_reports(
+    chromium: Any, seeded: tuple[str, Seeded], tmp_path: Path
+) -> None:
+    url, facts = seeded
+    with compliance_ledger_serve(tmp_path, url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
+        report = http.get("/reports/compliance").json()
+        enforcement = http.get("/reports/enforcement").json()
+        blocks = http.get("/memory/blocks", params={"limit": 50}).json()
+        tasks = http.get("/tasks").json()
+        first_events = http.get("/events", params={"limit": 50}).json()
+
+        page = open_page(chromium, f"{base}/ui/#/overview", "overview")
+        for agent in report["agents"]:
+            name = agent["agent"]
+            assert cell(page, "total-agents", name, "searches") == count(agent["searches"])
+            assert cell(page, "total-agents", name, "passes") == count(agent["passes"])
+            assert cell(page, "total-agents", name, "fails") == count(agent["fails"])
+            assert cell(page, "total-agents", name, "pass_rate") == pct(agent["pass_rate"])
+            assert cell(page, "total-agents", name, "lockouts") == count(agent["lockouts"])
+            assert cell(page, "total-agents", name, "transition_refusals") == count(agent["transition_refusals"])
+            anchor_rate = agent["anchor_passes"] / agent["anchor_attempts"] if agent["anchor_attempts"] else None
+            assert cell(page, "total-agents", name, "anchor_pass_rate") == pct(anchor_rate)
+            # everything was recorded in the last hour, so the 24-hour window holds all of it
+            assert cell(page, "window-agents", name, "searches") == count(agent["searches"])
+            assert cell(page, "window-agents", name, "fails") == count(agent["fails"])
+        alice = next(a for a in report["agents"] if a["agent"] == "alice")
+        assert (alice["passes"], alice["fails"], alice["lockouts"]) == (1, 1, 0)
+        bob = next(a for a in report["agents"] if a["agent"] == "bob")
+        assert (bob["passes"], bob["fails"], bob["lockouts"]) == (1, 1, 1)
+        assert "dna_missing" in cell(page, "total-agents", "alice", "refusal_reasons")
+        [alice_checks] = [a for a in enforcement["by_agent"] if a["agent"] == "alice"]
+        assert cell(page, "enforcement-agents", "alice", "checks") == count(alice_checks["checks"])
+        assert cell(page, "enforcement-agents", "alice", "compliance_rate") == pct(alice_checks["compliance_rate"])
+        assert "manage_task/create" in page.locator("[data-testid=problem-areas]").inner_text()
+        assert page.locator("[data-testid=series-chart] polyline").count() == 4
+        shot(page, "overview")
+
+        # "as of" before anything the agents did: the report then has no agent rows, on the page as in the API
+        first_moment = first_events["events"][0]["recorded_at"][:19]
+        page.fill("[data-testid=as-of]", first_moment)
+        page.click("[data-testid=apply-as-of]")
+        page.wait_for_function("location.hash.includes('as_of')")
+        wait_ready(page, "overview")
+        then = http.get("/reports/compliance", params={"as_of": f"{first_moment}Z"}).json()
+        assert then["agents"] == []
+        assert page.locator("[data-testid=total-agents] tr[data-agent]").count() == 0
+        assert "as of" in page.locator("[data-testid=as-of-label]").inner_text()
+
+        page.goto(f"{base}/ui/#/memory")
+        wait_ready(page, "memory")
+        assert page.locator("[data-testid=block-count]").get_attribute("data-count") == str(blocks["count"])
+        rows = page.locator("[data-testid=blocks] tbody tr")
+        assert rows.count() == len(blocks["blocks"]) == len(facts.blocks)
+        for i, block in enumerate(blocks["blocks"]):  # best score first, as the API ranks them
+            assert rows.nth(i).get_attribute("data-block") == block["block_id"]
+            assert rows.nth(i).locator("td[data-field=score]").inner_text() == f"{block['score']['total']:.3f}"
+        rows.first.click()
+        wait_ready(page, "memory")
+        chosen = blocks["blocks"][0]["block_id"]
+        detail = http.get(f"/memory/blocks/{chosen}").json()
+        pane = page.locator("[data-testid=block-detail]")
+        assert pane.get_attribute("data-block") == chosen
+        assert page.locator("[data-testid=block-history] tbody tr").count() == len(detail["history"])
+        assert page.locator("[data-testid=neighbours] li").count() == len(detail["neighbours"])
+        assert page.locator("[data-testid=admin-actions]").count() == 1  # no keys: the local administrator
+        page.fill("[data-testid=search-input]", "database")
+        page.click("[data-testid=apply-filters]")
+        page.wait_for_selector("[data-testid=search-results]", timeout=WAIT_MS)
+        wait_ready(page, "memory")
+        looked = http.get("/memory/lookup", params={"query": "database", "limit": 20}).json()
+        found = page.locator("[data-testid=search-results] li")
+        assert [found.nth(i).get_attribute("data-block") for i in range(found.count())] == [
+            r["block_id"] for r in looked["results"]
+        ]
+        assert looked["count"] >= 3
+        shot(page, "memory")
+
+        page.goto(f"{base}/ui/#/audit")
+        wait_ready(page, "audit")
+        shown = page.locator("[data-testid=events] tbody tr")
+        assert shown.count() == len(first_events["events"]) == 50
+        assert [shown.nth(i).get_attribute("data-position") for i in (0, 49)] == ["1", "50"]
+        assert shown.nth(1).locator("code[data-field=hash]").get_attribute("title") == first_events["events"][1]["hash"]
+        assert page.locator("[data-link=ok]").count() == 49 and page.locator("[data-link=broken]").count() == 0
+        page.click("[data-testid=next-page]")
+        page.wait_for_function("location.hash.includes('after=50')")
+        wait_ready(page, "audit")
+        assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "51"
+        page.click("[data-testid=verify-now]")
+        page.wait_for_selector("[data-testid=verify-result] [data-ok]", timeout=WAIT_MS)
+        chain = http.get("/audit/verify").json()
+        assert page.locator("[data-testid=verify-result] [data-ok]").get_attribute("data-ok") == "true"
+        assert f"{chain['checked']:,} events checked" in page.locator("[data-testid=verify-result]").inner_text()
+        page.fill("[data-testid=receipt-input]", facts.receipt)
+        page.click("[data-testid=check-receipt]")
+        page.wait_for_selector("[data-testid=receipt-result] [data-valid]", timeout=WAIT_MS)
+        assert page.locator("[data-testid=receipt-result] [data-valid]").get_attribute("data-valid") == "true"
+        assert page.locator("[data-testid=receipt-result] dd[data-field=agent]").inner_text() == "alice"
+        shot(page, "audit")
+
+        page.goto(f"{base}/ui/#/tasks?task={facts.task_id}")
+        wait_ready(page, "tasks")
+        for task in tasks:
+            card = page.locator(f".column[data-status={task['status']}] [data-task='{task['task_id']}']")
+            assert card.count() == 1
+        history = page.locator("[data-testid=task-history] tbody tr")
+        assert page.locator("[data-testid=task-history] tr[data-type=TaskTransitionRefused]").count() == 1
+        moved = page.locator("[data-testid=task-history] tr[data-type=TaskTransitioned]")
+        assert moved.count() == 1 and "memory_query" in moved.locator("[data-field=evidence]").inner_text()
+        assert history.count() >= 4
+        shot(page, "tasks")
+        assert page.errors == []
+
+
+def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
+    chromium: Any, seeded: tuple[str, Seeded], make_ledger: LedgerFactory, tmp_path: Path
+) -> None:
+    url, facts = seeded
+    keys = make_ledger(url)
+    agent_key = keys.issue_api_key(OPERATOR, "alice").api_key
+    admin_key = keys.issue_api_key(OPERATOR, "boss", role="admin").api_key
+    with compliance_ledger_serve(tmp_path, url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
+        page = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key")
+        assert page.locator("[data-testid=key-dialog]").is_visible()
+        page.fill("[data-testid=key-input]", "clk_not_a_key")
+        page.click("[data-testid=key-submit]")
+        page.wait_for_function(
+            "document.querySelector('[data-testid=key-error]').textContent.includes('refused')", timeout=WAIT_MS
+        )
+        page.fill("[data-testid=key-input]", agent_key)
+        page.click("[data-testid=key-submit]")
+        wait_ready(page, "memory")
+        assert page.locator("[data-testid=whoami]").get_attribute("data-role") == "agent"
+        assert page.evaluate("sessionStorage.getItem('complianceLedger.apiKey')") == agent_key
+        assert page.locator("[data-testid=block-detail]").count() == 1
+        for button in ("supersede", "forget", "curate"):
+            assert page.locator(f"[data-testid={button}]").count() == 0
+        assert page.locator("[data-testid=read-only-note]").is_visible()
+        refused = http.post(
+            f"/memory/blocks/{facts.blocks[0]}/forget", json={"reason": "from the page"}, headers={"X-API-Key": agent_key}
+        )
+        assert refused.status_code == 403
+        shot(page, "key-agent")
+        page.close()
+
+        admin = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key")
+        admin.fill("[data-testid=key-input]", admin_key)
+        admin.click("[data-testid=key-submit]")
+        wait_ready(admin, "memory")
+        assert admin.locator("[data-testid=whoami]").get_attribute("data-role") == "admin"
+        admin.fill("[data-testid=forget-reason]", "superseded by the runbook")
+        admin.once("dialog", lambda d: d.accept())
+        admin.click("[data-testid=forget]")
+        admin.wait_for_function("!location.hash.includes('block=')", timeout=WAIT_MS)
+        wait_ready(admin, "memory")
+        gone = http.get(f"/memory/blocks/{facts.blocks[0]}", headers={"X-API-Key": admin_key})
+        assert gone.status_code == 404
+        assert admin.errors == []
