@@ -60,8 +60,15 @@ def check_window(start: _dt.datetime, end: _dt.datetime, bucket: str) -> tuple[_
     if end <= start:
         raise InvalidInput("end is not after start", "send an end later than the start")
     chosen: Bucket = "hour" if bucket == "hour" else "day"
-    first = floor(start, chosen)
-    last = floor(end - _dt.timedelta(microseconds=1), chosen) + STEP[chosen]
+    try:
+        first = floor(start, chosen)
+        last = floor(end - _dt.timedelta(microseconds=1), chosen) + STEP[chosen]
+        first - _dt.timedelta(microseconds=1)  # the position lookup reads just before the window
+    except OverflowError:
+        raise InvalidInput(
+            "start or end is out of the range of times the ledger handles",
+            "send ISO times between the years 0002 and 9998",
+        ) from None
     buckets = (last - first) // STEP[chosen]
     if buckets > MAX_BUCKETS:
         raise InvalidInput(

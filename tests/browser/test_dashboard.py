@@ -42,6 +42,14 @@ def wait_ready(page: Any, ready: str) -> None:
     page.wait_for_selector(f"body[data-ready={ready}]", timeout=WAIT_MS)
 
 
+def rerender(page: Any, action: Any, ready: str) -> None:
+    """Do ``action`` (a click that changes the page's address) and wait until the page has drawn the new data: the
+    marker is taken away first, so an old one cannot answer for the new render."""
+    page.evaluate("delete document.body.dataset.ready")
+    action()
+    wait_ready(page, ready)
+
+
 def cell(page: Any, table: str, agent: str, field: str) -> str:
     return str(page.locator(f"[data-testid={table}] tr[data-agent='{agent}'] td[data-field={field}]").inner_text())
 
@@ -98,9 +106,8 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         # "as of" before anything the agents did: the report then has no agent rows, on the page as in the API
         first_moment = first_events["events"][0]["recorded_at"][:19]
         page.fill("[data-testid=as-of]", first_moment)
-        page.click("[data-testid=apply-as-of]")
-        page.wait_for_function("location.hash.includes('as_of')")
-        wait_ready(page, "overview")
+        rerender(page, lambda: page.click("[data-testid=apply-as-of]"), "overview")
+        assert "as_of=" in page.evaluate("location.hash")
         then = http.get("/reports/compliance", params={"as_of": f"{first_moment}Z"}).json()
         assert then["agents"] == []
         assert page.locator("[data-testid=total-agents] tr[data-agent]").count() == 0
@@ -114,8 +121,15 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         for i, block in enumerate(blocks["blocks"]):  # best score first, as the API ranks them
             assert rows.nth(i).get_attribute("data-block") == block["block_id"]
             assert rows.nth(i).locator("td[data-field=score]").inner_text() == f"{block['score']['total']:.3f}"
-        rows.first.click()
-        wait_ready(page, "memory")
+        page.fill("[data-testid=search-input]", "database")
+        rerender(page, lambda: page.click("[data-testid=apply-filters]"), "memory")
+        looked = http.get("/memory/lookup", params={"query": "database", "limit": 20}).json()
+        found = page.locator("[data-testid=search-results] li")
+        assert [found.nth(i).get_attribute("data-block") for i in range(found.count())] == [
+            r["block_id"] for r in looked["results"]
+        ]
+        assert looked["count"] >= 3
+        rerender(page, lambda: page.locator("[data-testid=blocks] tbody tr").first.click(), "memory")
         chosen = blocks["blocks"][0]["block_id"]
         detail = http.get(f"/memory/blocks/{chosen}").json()
         pane = page.locator("[data-testid=block-detail]")
@@ -123,16 +137,6 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert page.locator("[data-testid=block-history] tbody tr").count() == len(detail["history"])
         assert page.locator("[data-testid=neighbours] li").count() == len(detail["neighbours"])
         assert page.locator("[data-testid=admin-actions]").count() == 1  # no keys: the local administrator
-        page.fill("[data-testid=search-input]", "database")
-        page.click("[data-testid=apply-filters]")
-        page.wait_for_selector("[data-testid=search-results]", timeout=WAIT_MS)
-        wait_ready(page, "memory")
-        looked = http.get("/memory/lookup", params={"query": "database", "limit": 20}).json()
-        found = page.locator("[data-testid=search-results] li")
-        assert [found.nth(i).get_attribute("data-block") for i in range(found.count())] == [
-            r["block_id"] for r in looked["results"]
-        ]
-        assert looked["count"] >= 3
         shot(page, "memory")
 
         page.goto(f"{base}/ui/#/audit")
@@ -142,9 +146,7 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert [shown.nth(i).get_attribute("data-position") for i in (0, 49)] == ["1", "50"]
         assert shown.nth(1).locator("code[data-field=hash]").get_attribute("title") == first_events["events"][1]["hash"]
         assert page.locator("[data-link=ok]").count() == 49 and page.locator("[data-link=broken]").count() == 0
-        page.click("[data-testid=next-page]")
-        page.wait_for_function("location.hash.includes('after=50')")
-        wait_ready(page, "audit")
+        rerender(page, lambda: page.click("[data-testid=next-page]"), "audit")
         assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "51"
         page.click("[data-testid=verify-now]")
         page.wait_for_selector("[data-testid=verify-result] [data-ok]", timeout=WAIT_MS)
@@ -188,8 +190,7 @@ def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
             "document.querySelector('[data-testid=key-error]').textContent.includes('refused')", timeout=WAIT_MS
         )
         page.fill("[data-testid=key-input]", agent_key)
-        page.click("[data-testid=key-submit]")
-        wait_ready(page, "memory")
+        rerender(page, lambda: page.click("[data-testid=key-submit]"), "memory")
         assert page.locator("[data-testid=whoami]").get_attribute("data-role") == "agent"
         assert page.evaluate("sessionStorage.getItem('complianceLedger.apiKey')") == agent_key
         assert page.locator("[data-testid=block-detail]").count() == 1
@@ -197,7 +198,9 @@ def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
             assert page.locator(f"[data-testid={button}]").count() == 0
         assert page.locator("[data-testid=read-only-note]").is_visible()
         refused = http.post(
-            f"/memory/blocks/{facts.blocks[0]}/forget", json={"reason": "from the page"}, headers={"X-API-Key": agent_key}
+            f"/memory/blocks/{facts.blocks[0]}/forget",
+            json={"reason": "from the page"},
+            headers={"X-API-Key": agent_key},
         )
         assert refused.status_code == 403
         shot(page, "key-agent")
@@ -205,14 +208,12 @@ def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
 
         admin = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key")
         admin.fill("[data-testid=key-input]", admin_key)
-        admin.click("[data-testid=key-submit]")
-        wait_ready(admin, "memory")
+        rerender(admin, lambda: admin.click("[data-testid=key-submit]"), "memory")
         assert admin.locator("[data-testid=whoami]").get_attribute("data-role") == "admin"
         admin.fill("[data-testid=forget-reason]", "superseded by the runbook")
         admin.once("dialog", lambda d: d.accept())
-        admin.click("[data-testid=forget]")
-        admin.wait_for_function("!location.hash.includes('block=')", timeout=WAIT_MS)
-        wait_ready(admin, "memory")
+        rerender(admin, lambda: admin.click("[data-testid=forget]"), "memory")
+        assert "block=" not in admin.evaluate("location.hash")
         gone = http.get(f"/memory/blocks/{facts.blocks[0]}", headers={"X-API-Key": admin_key})
         assert gone.status_code == 404
         assert admin.errors == []

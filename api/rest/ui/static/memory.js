@@ -125,7 +125,7 @@ export async function render(root, params, ctx) {
     found ? h("div", { class: "panel", "data-testid": "search-results" },
       h("h3", {}, `${found.count} found for “${found.query}”`),
       h("ol", {}, found.results.map((r) => h("li", { "data-block": r.block_id },
-        h("a", { href: `#/memory?block=${r.block_id}` }, fmt.short(r.block_id, 14)), ` (${r.score.toFixed(3)}) ${fmt.short(r.content, 120)}`)))) : null,
+        h("a", { href: `#/memory?block=${r.block_id}` }, fmt.short(r.block_id, 14)), ` (score ${r.score.toPrecision(3)}) ${fmt.short(r.content, 120)}`)))) : null,
     h("div", { class: "split" },
       h("div", {},
         h("h2", { "data-testid": "block-count", "data-count": list.count },
