@@ -81,10 +81,31 @@ def check_node_for_ci() -> None:
         sys.exit("[dev] the Node.js packages pinned in tests/node could not be installed; CI requires them")
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def check_chromium_for_ci() -> None:
+    """In CI the dashboard's browser tests (tests/browser/) are mandatory: install Debian's ``chromium`` with apt-get
+    when it is missing (through sudo when not root), and fail loudly if that fails. Outside CI they skip, saying
+    why, without a browser."""
+    if not os.environ.get("CI") or CHROMIUM.exists():
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    say("installing chromium for the dashboard's browser tests (apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if run(*sudo, "apt-get", "install", "-y", "--no-install-recommends", "chromium", env=env) != 0:
+        run(*sudo, "apt-get", "update", env=env)  # a stale package list is the usual cause
+        if run(*sudo, "apt-get", "install", "-y", "--no-install-recommends", "chromium", env=env) != 0:
+            sys.exit("[dev] apt-get could not install chromium; CI requires it for tests/browser/")
+    if not CHROMIUM.exists():
+        sys.exit(f"[dev] chromium was installed but {CHROMIUM} is missing; CI requires it for tests/browser/")
+
+
 def cmd_test(args: list[str]) -> int:
     ensure_venv("dev")
     check_postgres_for_ci()
     check_node_for_ci()
+    check_chromium_for_ci()
     for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
         say("running " + " ".join(step))
         if run(BIN / step[0], *step[1:]) != 0:

@@ -40,7 +40,7 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One headless Chromium per test module, with a fresh profile directory."""
     why = _missing()
     if why is not None:
-        if os.environ.get("CI") == "true":
+        if os.environ.get("CI"):
             pytest.fail(f"the dashboard's browser tests cannot run in CI: {why}")
         pytest.skip(why)
     from playwright.sync_api import sync_playwright

@@ -31,11 +31,19 @@ def pct(x: float | None) -> str:
 def open_page(context: Any, url: str, ready: str) -> Any:
     page = context.new_page()
     errors: list[str] = []
+    requested: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("request", lambda request: requested.append(request.url))
     page.goto(url)
     page.wait_for_selector(f"body[data-ready={ready}]", timeout=WAIT_MS)
     page.errors = errors
+    page.requested = requested
     return page
+
+
+def only_from(page: Any, base: str) -> list[str]:
+    """Every address the page asked for that is not this server's (the dashboard works offline: none)."""
+    return [u for u in page.requested if not u.startswith(f"{base}/")]
 
 
 def wait_ready(page: Any, ready: str) -> None:
@@ -172,6 +180,8 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert history.count() >= 4
         shot(page, "tasks")
         assert page.errors == []
+        assert only_from(page, base) == []
+        assert any("/ui/static/app.js" in u for u in page.requested)
 
 
 def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
