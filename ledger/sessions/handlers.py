@@ -46,6 +46,7 @@ class SessionCommands:
         self.grants = grants
         self._reports = ProjectionRunner([COMPLIANCE])
         self._reports_lock = threading.Lock()
+        self._tallies = series.Tallies()  # the compliance series' counts per hour, caught up on demand
 
     def clock_in(
         self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
@@ -250,4 +251,4 @@ class SessionCommands:
         viewer: Actor | None = None,
     ) -> series.ComplianceSeries:
         """The compliance report per hour or day over a window (see :mod:`ledger.sessions.series`)."""
-        return series.compliance_series(self.kernel, start, end, bucket, agent, viewer)
+        return series.compliance_series(self.kernel, start, end, bucket, agent, viewer, self._tallies)

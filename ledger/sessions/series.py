@@ -4,15 +4,18 @@ Each bucket is the compliance fold (:mod:`projections.compliance`) run from noth
 in that bucket, so a bucket's numbers are what happened in it, and the buckets of a window add up to the
 difference between the cumulative reports (``GET /reports/compliance``) at its end and at its start.
 
-The event types the fold only counts (one field, plus one, whatever the payload: :data:`TALLIED`) are counted by one
-aggregate query per window, never decoded; only the few types whose payload matters are read and folded. So a
-window of 100k events costs one ``GROUP BY`` and the decoding of its anchors, recalls and refusals.
+The event types the fold only counts (one field, plus one, whatever the payload: :data:`TALLIED`) are never
+decoded: :class:`Tallies` counts them per agent and hour with an aggregate query and keeps the counts, catching up
+from where it stopped (the log only grows, and ``recorded_at`` never goes backwards in position order, so an
+hour's count up to a position never changes). Only the few types whose payload matters are read and folded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import threading
+from collections.abc import Iterator
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -36,7 +39,7 @@ TALLIED: dict[str, str] = {
     "TurnStarted": "turns_started",
 }
 FOLDED_TYPES = [cls.type_name for cls in compliance.COUNTED if cls.type_name not in TALLIED]
-PREFIX_CHARS: dict[str, int] = {"hour": 13, "day": 10}  # of the fixed-width recorded_at text: ...T12 / 2026-01-31
+HOUR_CHARS = 13  # the hour's prefix of the fixed-width recorded_at text: 2026-01-31T12
 
 
 class SeriesPoint(BaseModel):
@@ -57,6 +60,39 @@ class ComplianceSeries(BaseModel):
     last_position: int = Field(description="the last log position the window covers")
     points: list[SeriesPoint]
     totals: list[AgentReport] = Field(description="each agent's counts over the whole window")
+
+
+class Tallies:
+    """Counts of the :data:`TALLIED` types per hour (the ``recorded_at`` prefix ``2026-01-31T12``), agent and type,
+    of every event up to :attr:`position`; one per process, caught up under a lock by whoever reads it."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.by_hour: dict[str, dict[tuple[str, str], int]] = {}
+        self.lock = threading.Lock()
+
+    def read(
+        self, kernel: Kernel, until: int, hours: list[str], agent: str | None
+    ) -> list[tuple[str, str, str, int]] | None:
+        """(agent, type, hour, count) of ``hours`` for positions up to ``until``; None when ``until`` is behind the
+        counts (an ``as_of`` in the past): the caller then counts that range itself."""
+        with self.lock:
+            if until < self.position:
+                return None
+            if until > self.position:
+                for who, type_name, hour, n in kernel.store.count_by_agent_and_time(
+                    self.position, until, list(TALLIED), prefix_chars=HOUR_CHARS
+                ):
+                    if who is not None:  # as the fold: an event recorded for no agent is nobody's count
+                        row = self.by_hour.setdefault(hour, {})
+                        row[(who, type_name)] = row.get((who, type_name), 0) + n
+                self.position = until
+            return [
+                (who, type_name, hour, n)
+                for hour in hours
+                for (who, type_name), n in self.by_hour.get(hour, {}).items()
+                if agent is None or who == agent
+            ]
 
 
 def floor(moment: _dt.datetime, bucket: Bucket) -> _dt.datetime:
@@ -92,6 +128,13 @@ def check_window(start: _dt.datetime, end: _dt.datetime, bucket: str) -> tuple[_
     return first, last, chosen
 
 
+def _hours(first: _dt.datetime, last: _dt.datetime) -> Iterator[_dt.datetime]:
+    moment = first
+    while moment < last:
+        yield moment
+        moment += STEP["hour"]
+
+
 def compliance_series(
     kernel: Kernel,
     start: _dt.datetime,
@@ -99,6 +142,7 @@ def compliance_series(
     bucket: str = "hour",
     agent: str | None = None,
     viewer: Actor | None = None,
+    tallies: Tallies | None = None,
 ) -> ComplianceSeries:
     """Fold the counted events recorded in ``[start, end)`` (widened to whole buckets) into one report per
     bucket; an agent key sees only its own rows."""
@@ -110,13 +154,19 @@ def compliance_series(
     until = kernel.store.position_as_of(last - _dt.timedelta(microseconds=1))
     per_bucket: dict[_dt.datetime, dict[str, compliance.AgentCompliance]] = {}
     whole: dict[str, compliance.AgentCompliance] = {}
-    for who, type_name, prefix, n in kernel.store.count_by_agent_and_time(
-        after, until, list(TALLIED), since=first, before=last, prefix_chars=PREFIX_CHARS[chosen], agent=agent
-    ):
-        if who is None:  # as the fold: an event recorded for no agent is nobody's count
-            continue
-        key = who
-        moment = _dt.datetime.fromisoformat(f"{prefix}:00" if chosen == "hour" else prefix).replace(tzinfo=_dt.UTC)
+    counted = None
+    if tallies is not None:
+        counted = tallies.read(kernel, until, [h.strftime("%Y-%m-%dT%H") for h in _hours(first, last)], agent)
+    if counted is None:
+        counted = [
+            (who, type_name, hour, n)
+            for who, type_name, hour, n in kernel.store.count_by_agent_and_time(
+                after, until, list(TALLIED), prefix_chars=HOUR_CHARS, since=first, before=last, agent=agent
+            )
+            if who is not None  # as the fold: an event recorded for no agent is nobody's count
+        ]
+    for key, type_name, hour, n in counted:
+        moment = floor(_dt.datetime.fromisoformat(f"{hour}:00").replace(tzinfo=_dt.UTC), chosen)
         rows = per_bucket.setdefault(moment, {})
         rows[key] = _add(rows.get(key), key, TALLIED[type_name], n)
         whole[key] = _add(whole.get(key), key, TALLIED[type_name], n)

@@ -8,8 +8,8 @@ import datetime as _dt
 
 import pytest
 
-from ledger.core.events import EVENT_TYPES, RecordedEvent
 from ledger.core.errors import InvalidInput
+from ledger.core.events import EVENT_TYPES, RecordedEvent
 from ledger.sessions import series
 from projections import compliance
 

@@ -101,21 +101,24 @@ class StoreReads(StoreConnection):
         until: int,
         types: Sequence[str],
         *,
-        since: _dt.datetime,
-        before: _dt.datetime,
         prefix_chars: int,
+        since: _dt.datetime | None = None,
+        before: _dt.datetime | None = None,
         agent: str | None = None,
     ) -> list[tuple[str | None, str, str, int]]:
         """How many events of each of ``types`` each agent recorded per time bucket, in positions ``(after,
-        until]`` and times ``[since, before)``: rows of (agent, type, the first ``prefix_chars`` characters of the
-        fixed-width ``recorded_at`` text, e.g. 13 for the hour, count). One aggregate query; nothing decoded."""
+        until]`` (and times ``[since, before)`` when given): rows of (agent, type, the first ``prefix_chars``
+        characters of the fixed-width ``recorded_at`` text, e.g. 13 for the hour, count). One aggregate query;
+        nothing decoded."""
         agent_sql = _META_AGENT[self.dialect]
         text = (
             f"SELECT {agent_sql}, type, substr(recorded_at, 1, {int(prefix_chars)}), COUNT(*) FROM events"
             f" WHERE position > ? AND position <= ? AND type IN ({', '.join('?' for _ in types)})"
-            " AND recorded_at >= ? AND recorded_at < ?"
         )
-        params: list[Any] = [after, until, *types, format_ts(since), format_ts(before)]
+        params: list[Any] = [after, until, *types]
+        if since is not None and before is not None:
+            text += " AND recorded_at >= ? AND recorded_at < ?"
+            params += [format_ts(since), format_ts(before)]
         if agent is not None:
             text += f" AND {agent_sql} = ?"
             params.append(agent)
