@@ -3,8 +3,9 @@ the client hooks' turns and stop decisions."""
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ledger.core.events import (
     AnchorAttempted,
@@ -79,6 +80,23 @@ def compliance_key(rec: RecordedEvent) -> str | None:
     """Keyed by the agent the event was recorded for (events match on their exact type, as in
     ``sessions._evolve``)."""
     return rec.agent if type(rec.event) in _COUNTED_TYPES else None
+
+
+def hourly_key(rec: RecordedEvent) -> str | None:
+    """``2026-01-31T12|agent``: the hour (UTC) the event was recorded in and the agent, for the counts per hour (the
+    same fold, keyed finer). ``recorded_at`` never goes backwards in position order, so an hour's count up to a
+    position never changes once a later hour has begun."""
+    agent = compliance_key(rec)
+    return None if agent is None else f"{rec.recorded_at.astimezone(_dt.UTC):%Y-%m-%dT%H}|{agent}"
+
+
+def combined(a: AgentCompliance, b: AgentCompliance) -> AgentCompliance:
+    """One agent's counts over two disjoint stretches of the log (e.g. two hours): every count added up."""
+    codes = dict(a.refusal_codes)
+    for code, n in b.refusal_codes:
+        codes[code] = codes.get(code, 0) + n
+    summed = {f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(AgentCompliance) if f.type == "int"}
+    return AgentCompliance(agent=a.agent, refusal_codes=tuple(sorted(codes.items())), **summed)
 
 
 def evolve(state: AgentCompliance | None, rec: RecordedEvent) -> AgentCompliance:

@@ -89,6 +89,15 @@ COMPLIANCE = Projection(
     evolve_owned=compliance.evolve_owned,
     own=compliance.own,
 )
+# The same fold keyed per hour and agent: the compliance report as a time series (ledger/sessions/series.py).
+COMPLIANCE_HOURLY = Projection(
+    "compliance_hourly",
+    compliance.hourly_key,
+    compliance.evolve,
+    types=compliance.COUNTED,
+    evolve_owned=compliance.evolve_owned,
+    own=compliance.own,
+)
 # Blocks, their decay state and the co-retrieval graph.
 # Its apply returns at once for any type but those in memory._MEMORY_EVENTS, yet that first check (isinstance
 # against five pydantic classes) cost about 1 µs for every other event of a replay.

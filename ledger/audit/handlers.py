@@ -22,7 +22,16 @@ from ledger.keys import access
 from ledger.memory.handlers import MemoryCommands
 from projections.active_hours import ActiveTime
 from projections.active_hours import active_hours as active_hours_of
-from projections.runner import ACTIVE_TIME, ALL, COMPLIANCE, MEMORY, TRAFFIC, ProjectionRunner, run_together
+from projections.runner import (
+    ACTIVE_TIME,
+    ALL,
+    COMPLIANCE,
+    COMPLIANCE_HOURLY,
+    MEMORY,
+    TRAFFIC,
+    ProjectionRunner,
+    run_together,
+)
 
 
 class AuditCommands:
@@ -200,6 +209,7 @@ class AuditCommands:
         self.kernel.snapshots.drop()
         runners = [
             ProjectionRunner([COMPLIANCE]),
+            ProjectionRunner([COMPLIANCE_HOURLY]),
             ProjectionRunner([MEMORY, ACTIVE_TIME]),
             ProjectionRunner([TRAFFIC]),
         ]

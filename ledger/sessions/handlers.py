@@ -35,7 +35,8 @@ from ledger.sessions.report import (
     StampVerification,
 )
 from projections import sessions as session_proj
-from projections.runner import COMPLIANCE, ProjectionRunner
+from projections.compliance import COUNTED
+from projections.runner import COMPLIANCE, COMPLIANCE_HOURLY, ProjectionRunner
 
 
 class SessionCommands:
@@ -46,7 +47,8 @@ class SessionCommands:
         self.grants = grants
         self._reports = ProjectionRunner([COMPLIANCE])
         self._reports_lock = threading.Lock()
-        self._tallies = series.Tallies()  # the compliance series' counts per hour, caught up on demand
+        self._hourly = ProjectionRunner([COMPLIANCE_HOURLY])  # the compliance series (restored, caught up)
+        self._hourly_lock = threading.Lock()
 
     def clock_in(
         self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
@@ -250,5 +252,13 @@ class SessionCommands:
         agent: str | None = None,
         viewer: Actor | None = None,
     ) -> series.ComplianceSeries:
-        """The compliance report per hour or day over a window (see :mod:`ledger.sessions.series`)."""
-        return series.compliance_series(self.kernel, start, end, bucket, agent, viewer, self._tallies)
+        """The compliance report per hour or day over a window (see :mod:`ledger.sessions.series`), from the
+        per-hour read model caught up with the log now."""
+        series.check_window(start, end, bucket)  # bad input is refused before anything is read
+        counted = [cls.type_name for cls in COUNTED]
+        with self._hourly_lock:  # HTTP requests run on a thread pool; the live runner is shared
+            self.kernel.snapshots.catch_up(
+                self._hourly, lambda after: self.kernel.store.iter_events(after, types=counted)
+            )
+            hourly = dict(self._hourly.state(COMPLIANCE_HOURLY.name))
+        return series.compliance_series(self.kernel, hourly, start, end, bucket, agent, viewer)

@@ -194,11 +194,11 @@ def test_replay_rebuild_drops_and_rewrites_the_snapshots(busy: Ledger, db_url: s
     base = ["--home", str(tmp_path), "--db", db_url]
     result = CliRunner().invoke(app, [*base, "replay", "--rebuild", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["snapshots_written"] == 3
+    assert json.loads(result.stdout)["snapshots_written"] == 4
     rows = snapshots.Snapshots(busy.store, busy.signer).list()
     head = busy.store.head()[0]
-    assert all(r.current for r in rows) and len(rows) == 3
-    assert {r.name for r in rows} == {"compliance", "memory+active_time", "brain"}
+    assert all(r.current for r in rows) and len(rows) == 4
+    assert {r.name for r in rows} == {"compliance", "compliance_hourly", "memory+active_time", "brain"}
     assert max(r.position for r in rows) <= head
     refused = CliRunner().invoke(app, [*base, "replay", "--rebuild", "--position", "3"])
     assert refused.exit_code != 0 and "--rebuild" in refused.output

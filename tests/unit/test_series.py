@@ -1,10 +1,10 @@
-"""The compliance series counts some event types in SQL instead of folding them: the fold must do exactly that to
-them (one field, plus one, whatever the payload), and must fold every other counted type itself."""
+"""The compliance series: the compliance fold keyed per hour and agent, added up per bucket. Summed over the hours,
+it is the compliance fold itself; a window is widened to whole buckets or refused with what to send."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
+from typing import Any
 
 import pytest
 
@@ -16,23 +16,74 @@ from projections import compliance
 T = _dt.datetime(2026, 3, 2, 9, 30, tzinfo=_dt.UTC)
 
 
-def recorded(type_name: str) -> RecordedEvent:
-    event = EVENT_TYPES[type_name].model_construct()  # no payload: a tallied type's count must not need one
-    return RecordedEvent(1, "s", 1, T, {"agent": "alice"}, event, "h")
+def recorded(position: int, type_name: str, agent: str | None, at: _dt.datetime, **payload: Any) -> RecordedEvent:
+    event = EVENT_TYPES[type_name].model_construct(**payload)  # only what the fold reads
+    return RecordedEvent(position, "s", position, at, {"agent": agent} if agent else {}, event, "h")
 
 
-@pytest.mark.parametrize("type_name", sorted(series.TALLIED))
-def test_the_fold_adds_one_to_the_tallied_field_and_changes_nothing_else(type_name: str) -> None:
-    folded = compliance.evolve(None, recorded(type_name))
-    field = series.TALLIED[type_name]
-    expected = dataclasses.replace(compliance.AgentCompliance(agent="alice"), **{field: 1})
-    assert folded == expected
+LOG = [
+    recorded(1, "MemorySearched", "alice", T),
+    recorded(2, "ComplianceStamped", "alice", T + _dt.timedelta(minutes=5)),
+    recorded(3, "ComplianceRefused", "bob", T + _dt.timedelta(minutes=40)),
+    recorded(4, "AnchorAttempted", "bob", T + _dt.timedelta(hours=1), validated=True, first_in_session=True),
+    recorded(5, "TaskTransitionRefused", "alice", T + _dt.timedelta(hours=1), codes=["dna_missing"]),
+    recorded(6, "TaskTransitionRefused", "alice", T + _dt.timedelta(hours=3), codes=["dna_missing", "role"]),
+    recorded(7, "MemoryRecalled", "alice", T + _dt.timedelta(hours=3), query="db"),
+    recorded(8, "StopHookDecided", "bob", T + _dt.timedelta(hours=26), outcome="blocked"),
+    recorded(9, "MemorySearched", None, T + _dt.timedelta(hours=26)),  # no agent: nobody's count
+    recorded(10, "SessionStarted", "alice", T + _dt.timedelta(hours=26)),  # not counted
+]
 
 
-def test_every_counted_type_is_either_tallied_or_folded() -> None:
-    counted = {cls.type_name for cls in compliance.COUNTED}
-    assert set(series.TALLIED) | set(series.FOLDED_TYPES) == counted
-    assert not set(series.TALLIED) & set(series.FOLDED_TYPES)
+def fold(key: Any) -> dict[Any, compliance.AgentCompliance]:
+    states: dict[Any, compliance.AgentCompliance] = {}
+    for rec in LOG:
+        k = key(rec)
+        if k is not None:
+            states[k] = compliance.evolve(states.get(k), rec)
+    return states
+
+
+def test_the_hourly_fold_added_up_over_its_hours_is_the_compliance_fold() -> None:
+    hourly = fold(compliance.hourly_key)
+    assert sorted(hourly) == [
+        "2026-03-02T09|alice",
+        "2026-03-02T10|alice",
+        "2026-03-02T10|bob",
+        "2026-03-02T12|alice",
+        "2026-03-03T11|bob",
+    ]
+    summed: dict[str, compliance.AgentCompliance] = {}
+    for key, state in hourly.items():
+        agent = key.partition("|")[2]
+        summed[agent] = compliance.combined(summed[agent], state) if agent in summed else state
+    assert summed == fold(compliance.compliance_key)
+
+
+def test_the_series_puts_each_hour_in_its_bucket() -> None:
+    class Store:
+        def position_as_of(self, _moment: _dt.datetime) -> int:
+            return 0
+
+    class Kernel:
+        store = Store()
+
+    hourly = fold(compliance.hourly_key)
+    by_hour = series.compliance_series(Kernel(), hourly, T, T + _dt.timedelta(hours=4))  # type: ignore[arg-type]
+    got = [{a.agent: (a.searches, a.passes, a.fails, a.transition_refusals) for a in p.agents} for p in by_hour.points]
+    assert got == [
+        {"alice": (1, 1, 0, 0)},
+        {"alice": (0, 0, 0, 1), "bob": (0, 0, 1, 0)},
+        {},
+        {"alice": (1, 0, 0, 1)},
+        {},  # 13:00: the window 09:30-13:30 is widened to whole hours
+    ]
+    assert {a.agent: a.refusal_reasons for a in by_hour.totals}["alice"] == {"dna_missing": 2, "role": 1}
+    by_day = series.compliance_series(Kernel(), hourly, T, T + _dt.timedelta(days=1), "day", agent="bob")  # type: ignore[arg-type]
+    assert [[(a.agent, a.fails, a.stop_hook.stops_blocked) for a in p.agents] for p in by_day.points] == [
+        [("bob", 1, 0)],
+        [("bob", 0, 1)],
+    ]
 
 
 def test_a_window_is_widened_to_whole_buckets() -> None:

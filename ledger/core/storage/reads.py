@@ -95,38 +95,6 @@ class StoreReads(StoreConnection):
             ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
-    def count_by_agent_and_time(
-        self,
-        after: int,
-        until: int,
-        types: Sequence[str],
-        *,
-        prefix_chars: int,
-        since: _dt.datetime | None = None,
-        before: _dt.datetime | None = None,
-        agent: str | None = None,
-    ) -> list[tuple[str | None, str, str, int]]:
-        """How many events of each of ``types`` each agent recorded per time bucket, in positions ``(after,
-        until]`` (and times ``[since, before)`` when given): rows of (agent, type, the first ``prefix_chars``
-        characters of the fixed-width ``recorded_at`` text, e.g. 13 for the hour, count). One aggregate query;
-        nothing decoded."""
-        agent_sql = _META_AGENT[self.dialect]
-        text = (
-            f"SELECT {agent_sql}, type, substr(recorded_at, 1, {int(prefix_chars)}), COUNT(*) FROM events"
-            f" WHERE position > ? AND position <= ? AND type IN ({', '.join('?' for _ in types)})"
-        )
-        params: list[Any] = [after, until, *types]
-        if since is not None and before is not None:
-            text += " AND recorded_at >= ? AND recorded_at < ?"
-            params += [format_ts(since), format_ts(before)]
-        if agent is not None:
-            text += f" AND {agent_sql} = ?"
-            params.append(agent)
-        text += " GROUP BY 1, 2, 3"
-        with translate_errors(self.dialect), self.engine.connect() as conn:
-            rows = conn.exec_driver_sql(self.sql(text), tuple(params)).fetchall()
-        return [(r[0], r[1], r[2], int(r[3])) for r in rows]
-
     def iter_records(
         self,
         after: int = 0,
