@@ -63,6 +63,9 @@ def cell(page: Any, table: str, agent: str, field: str) -> str:
 
 
 def shot(page: Any, name: str) -> None:
+    """Save the page for the README, after checking it shows no placeholder of a missing value."""
+    shown = page.inner_text("body")
+    assert not [word for word in ("null", "undefined", "NaN", "[object") if word in shown], shown
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

@@ -1,7 +1,7 @@
 // Audit: the log a page at a time (GET /events?after=&limit=), each event with its hash and its link to the one
 // before; the latest signed checkpoint (GET /checkpoints/latest); "Verify now" (GET /audit/verify); and the stamp
 // receipt checker (POST /stamps/verify).
-import { api, errorBox, fmt, h } from "./lib.js";
+import { api, fill, errorBox, fmt, h } from "./lib.js";
 
 const PAGE = 50;
 
@@ -81,7 +81,7 @@ export async function render(root, params, ctx) {
     } catch (err) { receiptOut.replaceChildren(errorBox(err)); }
   } }, "Check receipt");
 
-  root.replaceChildren(
+  fill(root,
     h("div", { class: "split" },
       h("div", {}, h("h2", {}, "Event log"), filters, pager, table),
       h("div", {},

@@ -52,6 +52,11 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+// Put ``children`` (nested lists; null/false skipped) in ``root`` in place of what it held.
+export function fill(root, ...children) {
+  root.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 export const fmt = {
   n: (x) => (x === null || x === undefined ? "—" : Number(x).toLocaleString("en")),
   pct: (x) => (x === null || x === undefined ? "—" : `${(x * 100).toFixed(1)}%`),

@@ -1,7 +1,7 @@
 // Memory: blocks with tier and score breakdown (GET /memory/blocks), one block's decay curve, history and
 // co-retrieval neighbours (GET /memory/blocks/{id}), the search box (GET /memory/lookup: the real index, recorded
 // nowhere) and, for an administrator only, supersede / forget / curate.
-import { api, decayChart, errorBox, fmt, h } from "./lib.js";
+import { api, fill, decayChart, errorBox, fmt, h } from "./lib.js";
 
 const TIERS = ["", "permanent", "durable", "standard", "ephemeral"];
 const PARTS = [["recency", "#2457c5"], ["confidence", "#1f7a3d"], ["centrality", "#a15c00"], ["reinforcement", "#7a3db3"]];
@@ -120,7 +120,7 @@ export async function render(root, params, ctx) {
   h("td", { class: "num", "data-field": "score" }, b.score.total.toFixed(3)), h("td", {}, breakdownBar(b.score)),
   h("td", {}, b.archived_at ? "archived" : b.superseded_by ? "superseded" : "live")));
 
-  root.replaceChildren(
+  fill(root,
     controls,
     found ? h("div", { class: "panel", "data-testid": "search-results" },
       h("h3", {}, `${found.count} found for “${found.query}”`),

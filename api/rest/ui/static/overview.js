@@ -1,7 +1,7 @@
 // Overview: per agent, the gate's counts over a window (GET /reports/compliance/series) and in total as of a
 // moment (GET /reports/compliance?as_of=), parameter compliance and enforcement levels (GET /reports/enforcement),
 // a time series chart and the problem areas. Three requests, whatever the size of the log.
-import { api, errorBox, fmt, h, isoToLocal, lineChart, localToIso } from "./lib.js";
+import { api, fill, errorBox, fmt, h, isoToLocal, lineChart, localToIso } from "./lib.js";
 
 const WINDOWS = {
   "24h": { label: "last 24 hours, by hour", hours: 24, bucket: "hour" },
@@ -112,7 +112,7 @@ export async function render(root, params, ctx) {
       `No tool/action under ${fmt.pct(enforcement.problem_threshold)} parameter compliance.`);
   const gateProblems = report.agents.filter((a) => a.lockouts > 0 || (a.pass_rate !== null && a.pass_rate < 0.5));
 
-  root.replaceChildren(
+  fill(root,
     controls,
     h("h2", {}, `In the window: ${fmt.time(series.start)} – ${fmt.time(series.end)} `,
       h("span", { class: "muted" }, `(log positions ${series.first_position}–${series.last_position})`)),

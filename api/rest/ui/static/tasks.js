@@ -1,6 +1,6 @@
 // Tasks: the workflow board by status (GET /tasks), each card with its DNA; a task's transitions and refusals with
 // their evidence, cleared DNA and reasons come from its stream in the log (GET /events?stream=task:<id>).
-import { api, errorBox, fmt, h } from "./lib.js";
+import { api, fill, errorBox, fmt, h } from "./lib.js";
 
 // The workflow's statuses in its own order (ledger/workflow/*.yaml); a status the table does not name goes last.
 const ORDER = ["pending", "ready", "active", "review", "approval", "testing", "rework", "blocked", "complete", "cancelled"];
@@ -60,7 +60,7 @@ export async function render(root, params) {
         dnaList(t.dna))));
   }));
   const chosen = list.find((t) => t.task_id === selected);
-  root.replaceChildren(
+  fill(root,
     h("h2", { "data-testid": "task-count", "data-count": list.length }, `${list.length} tasks`),
     list.length ? board : h("p", { class: "muted" }, "No tasks yet."),
     selected ? h("div", { class: "panel", "data-testid": "task-detail" },
