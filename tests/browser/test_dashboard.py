@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from ledger.service import Actor
-from tests.browser.seed import Seeded, seed
+from tests.browser.seed import SeedClock, Seeded, seed
 from tests.conftest import LedgerFactory
 from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve
 
@@ -73,8 +73,9 @@ def shot(page: Any, name: str) -> None:
 @pytest.fixture
 def seeded(make_ledger: LedgerFactory, tmp_path: Path, project: Path) -> tuple[str, Seeded]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    ledger = make_ledger(url, project_roots=[str(project.parent)])
-    return url, seed(ledger, project)
+    clock = SeedClock()
+    ledger = make_ledger(url, clock=clock, project_roots=[str(project.parent)])
+    return url, seed(ledger, project, clock)
 
 
 def test_every_page_shows_the_numbers_the_rest_api_reports(
@@ -99,7 +100,7 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
             assert cell(page, "total-agents", name, "transition_refusals") == count(agent["transition_refusals"])
             anchor_rate = agent["anchor_passes"] / agent["anchor_attempts"] if agent["anchor_attempts"] else None
             assert cell(page, "total-agents", name, "anchor_pass_rate") == pct(anchor_rate)
-            # everything was recorded in the last hour, so the 24-hour window holds all of it
+            # everything was recorded in the last 20 hours, so the 24-hour window holds all of it
             assert cell(page, "window-agents", name, "searches") == count(agent["searches"])
             assert cell(page, "window-agents", name, "fails") == count(agent["fails"])
         alice = next(a for a in report["agents"] if a["agent"] == "alice")
@@ -111,7 +112,15 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert cell(page, "enforcement-agents", "alice", "checks") == count(alice_checks["checks"])
         assert cell(page, "enforcement-agents", "alice", "compliance_rate") == pct(alice_checks["compliance_rate"])
         assert "manage_task/create" in page.locator("[data-testid=problem-areas]").inner_text()
-        assert page.locator("[data-testid=series-chart] polyline").count() == 4
+        chart = page.locator("[data-testid=series-chart]")
+        assert chart.locator("polyline").count() == 4
+        window = {k: chart.get_attribute(f"data-{k}") for k in ("start", "end", "bucket")}
+        series = http.get("/reports/compliance/series", params=window).json()
+        for line, field in (("searches", "searches"), ("stamps", "passes"), ("refusals", "fails")):
+            drawn = chart.locator(f"polyline[data-series='{line}']").get_attribute("data-values")
+            assert drawn == ",".join(str(sum(a[field] for a in p["agents"])) for p in series["points"])
+        busy_hours = [p for p in series["points"] if p["agents"]]
+        assert len(series["points"]) >= 24 and len(busy_hours) >= 5  # the seed's 20 hours, drawn hour by hour
         shot(page, "overview")
 
         # "as of" before anything the agents did: the report then has no agent rows, on the page as in the API

@@ -94,15 +94,16 @@ function niceMax(v) {
 
 // A line chart: labels along x, one line per series ({name, color, values}); y from 0 to a round maximum.
 export function lineChart(labels, series, { width = 900, height = 220, yLabel = "" } = {}) {
-  const pad = { l: 44, r: 12, t: 12, b: 34 };
+  const pad = { l: 44, r: 24, t: 12, b: 34 };
   const w = width - pad.l - pad.r;
   const hgt = height - pad.t - pad.b;
   const max = niceMax(Math.max(0, ...series.flatMap((x) => x.values)));
   const x = (i) => pad.l + (labels.length <= 1 ? w / 2 : (i * w) / (labels.length - 1));
   const y = (v) => pad.t + hgt - (v / max) * hgt;
   const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": yLabel });
-  for (let k = 0; k <= 4; k++) {
-    const v = (max * k) / 4;
+  const ticks = max <= 5 ? max : 4; // whole numbers for small counts
+  for (let k = 0; k <= ticks; k++) {
+    const v = (max * k) / ticks;
     svg.append(s("line", { x1: pad.l, x2: width - pad.r, y1: y(v), y2: y(v), stroke: "#e3e7ee" }));
     svg.append(s("text", { x: pad.l - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11, fill: "#5b6577" },
       Number.isInteger(v) ? v : v.toFixed(1)));
@@ -116,7 +117,7 @@ export function lineChart(labels, series, { width = 900, height = 220, yLabel = 
   for (const ser of series) {
     const pts = ser.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
     svg.append(s("polyline", { points: pts, fill: "none", stroke: ser.color, "stroke-width": 2,
-      "data-series": ser.name }));
+      "data-series": ser.name, "data-values": ser.values.join(",") }));
     ser.values.forEach((v, i) => {
       const dot = s("circle", { cx: x(i), cy: y(v), r: 2.5, fill: ser.color });
       dot.append(s("title", {}, `${ser.name} ${labels[i]}: ${v}`));

@@ -88,8 +88,8 @@ export async function render(root, params, ctx) {
     { name: "refusals", color: "#b3261e", values: per("fails") },
     { name: "transition refusals", color: "#a15c00", values: per("transition_refusals") },
   ], { yLabel: `events per ${series.bucket}` });
-  chart.dataset.testid = "series-chart";
   chart.setAttribute("data-testid", "series-chart");
+  Object.assign(chart.dataset, { start: series.start, end: series.end, bucket: series.bucket });
 
   const levels = h("table", { "data-testid": "enforcement-agents" },
     h("thead", {}, h("tr", {}, h("th", {}, "Agent"), h("th", { class: "num" }, "Checks"), h("th", { class: "num" }, "Passed"),
