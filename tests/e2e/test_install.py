@@ -26,7 +26,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ("ledger/enforcement/enforcement_rules.yaml", "ledger/workflow/workflow_default.yaml")
+PACKAGE_DATA = (
+    "ledger/enforcement/enforcement_rules.yaml",
+    "ledger/workflow/workflow_default.yaml",
+    # the dashboard at /ui
+    *(f"api/rest/ui/static/{name}" for name in ("index.html", "app.css", "app.js", "lib.js")),
+    *(f"api/rest/ui/static/{page}.js" for page in ("overview", "memory", "audit", "tasks")),
+)
 # Where the venv's python finds ``api`` and whether each package data file is a resource of its package.
 PROBE = """
 import importlib.resources, json, sys
@@ -209,6 +215,10 @@ def test_the_installed_serve_answers_health_with_its_version(installed: Installe
     with httpx.Client(base_url=served) as http:
         health = http.get("/health").json()
         openapi = http.get("/openapi.json").json()
+        page = http.get("/ui")
+        script = http.get("/ui/static/app.js")
+    assert page.status_code == 200 and "/ui/static/app.js" in page.text
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert health["status"] == "ok" and health["database"] == "sqlite"
     assert health["version"] == installed.version
     assert openapi["info"]["version"] == installed.version
