@@ -123,6 +123,16 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert len(series["points"]) >= 24 and len(busy_hours) >= 5  # the seed's 20 hours, drawn hour by hour
         shot(page, "overview")
 
+        rerender(page, lambda: page.select_option("[data-testid=window]", "7d"), "overview")
+        assert chart.get_attribute("data-bucket") == "day"
+        by_day = http.get(
+            "/reports/compliance/series",
+            params={k: chart.get_attribute(f"data-{k}") for k in ("start", "end", "bucket")},
+        ).json()
+        drawn = chart.locator("polyline[data-series='searches']").get_attribute("data-values")
+        assert drawn == ",".join(str(sum(a["searches"] for a in p["agents"])) for p in by_day["points"])
+        assert sum(int(n) for n in drawn.split(",")) == sum(a["searches"] for a in report["agents"])
+
         # "as of" before anything the agents did: the report then has no agent rows, on the page as in the API
         first_moment = first_events["events"][0]["recorded_at"][:19]
         page.fill("[data-testid=as-of]", first_moment)
@@ -141,6 +151,14 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         for i, block in enumerate(blocks["blocks"]):  # best score first, as the API ranks them
             assert rows.nth(i).get_attribute("data-block") == block["block_id"]
             assert rows.nth(i).locator("td[data-field=score]").inner_text() == f"{block['score']['total']:.3f}"
+        page.fill("[data-testid=filter-tag]", "project/db")
+        rerender(page, lambda: page.click("[data-testid=apply-filters]"), "memory")
+        tagged = http.get("/memory/blocks", params={"tag": "project/db", "limit": 50}).json()
+        assert [rows.nth(i).get_attribute("data-block") for i in range(rows.count())] == [
+            b["block_id"] for b in tagged["blocks"]
+        ]
+        assert tagged["count"] == 3
+        page.fill("[data-testid=filter-tag]", "")
         page.fill("[data-testid=search-input]", "database")
         rerender(page, lambda: page.click("[data-testid=apply-filters]"), "memory")
         looked = http.get("/memory/lookup", params={"query": "database", "limit": 20}).json()
@@ -166,6 +184,18 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert [shown.nth(i).get_attribute("data-position") for i in (0, 49)] == ["1", "50"]
         assert shown.nth(1).locator("code[data-field=hash]").get_attribute("title") == first_events["events"][1]["hash"]
         assert page.locator("[data-link=ok]").count() == 49 and page.locator("[data-link=broken]").count() == 0
+        rerender(page, lambda: page.click("[data-testid=next-page]"), "audit")
+        assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "51"
+        rerender(page, lambda: page.click("[data-testid=prev-page]"), "audit")
+        assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "1"
+        page.fill("[data-testid=filter-type]", "ComplianceRefused")
+        rerender(page, lambda: page.click("[data-testid=apply-filters]"), "audit")
+        refused = http.get("/events", params={"type": "ComplianceRefused", "limit": 50}).json()
+        shown_types = page.locator("[data-testid=events] td[data-field=type]").all_inner_texts()
+        assert shown_types == ["ComplianceRefused"] * len(refused["events"])
+        assert len(shown_types) == sum(a["fails"] for a in report["agents"]) == 2
+        page.fill("[data-testid=filter-type]", "")
+        rerender(page, lambda: page.click("[data-testid=apply-filters]"), "audit")
         rerender(page, lambda: page.click("[data-testid=next-page]"), "audit")
         assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "51"
         page.click("[data-testid=verify-now]")
