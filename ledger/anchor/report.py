@@ -28,7 +28,8 @@ class AnchorResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     template: str = ""
     challenge: AnsweredChallenge | None = Field(
-        default=None, description="the challenge the proof answered (used up by this attempt); null when it answered none"
+        default=None,
+        description="the challenge the proof answered (used up by this attempt); null when it answered none",
     )
     session_id: str
     position: int
