@@ -392,3 +392,28 @@ def test_over_rest_a_success_reports_retries_left_equal_to_max_retries(
         result = http.post("/anchors", json={"session_id": sid, "role": "dev", "proof_candidate": proof()}).json()
     assert result["validated"] is True
     assert result["enforcement"]["retries_left"] == result["enforcement"]["max_retries"] == 2
+
+
+def test_the_cli_asks_for_a_challenge_and_validates_a_proof_answering_it(
+    make_ledger: LedgerFactory, tmp_path: Path, project: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    ledger = make_ledger(project_roots=[str(tmp_path / "projects")])
+    sid = ledger.clock_in(DEV, "dev", str(project)).session_id
+    base = ["--home", str(tmp_path), "--db", str(ledger.store.engine.url)]
+    env = {"LEDGER_PROJECT_ROOTS": json.dumps([str(tmp_path / "projects")])}
+    asked = CliRunner().invoke(
+        app, [*base, "anchor", "challenge", "--session", sid, "--agent", "dev-1", "--json"], env=env
+    )
+    issued = json.loads(asked.stdout)
+    proof_file = tmp_path / "proof.oct"
+    proof_file.write_text(answered(proof(), issued["challenge_id"], line_of(project, issued)))
+    done = CliRunner().invoke(
+        app, [*base, "anchor", "validate", str(proof_file), "--session", sid, "--agent", "dev-1", "--json"], env=env
+    )
+    assert asked.exit_code == 0 and issued["session_id"] == sid
+    assert done.exit_code == 0, done.stdout
+    assert json.loads(done.stdout)["challenge"]["challenge_id"] == issued["challenge_id"]
