@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as _dt
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.anchor import challenge as ch
 from ledger.anchor import decisions as anchoring
@@ -72,6 +74,22 @@ def test_an_answer_that_cannot_be_read_is_bad_input(line: str, says: str) -> Non
         ch.find_answer(with_answer(line))
     assert says in raised.value.message
     assert "challenge_id" in raised.value.hint  # what to send instead
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*"CHALENG:[]ach_AB =\t\n", "CHALLENGE::", "CONTEXT:\n", "  CHALLENGE::", A]), max_size=40
+    ).map("".join)
+)
+def test_any_text_gives_an_answer_none_or_invalid_input_never_another_error(noise: str) -> None:
+    for text in (noise, with_answer(noise)):
+        try:
+            found = ch.find_answer(text)
+        except InvalidInput as refused:
+            assert refused.hint
+        else:
+            assert found is None or ch.CHALLENGE_ID.fullmatch(found.challenge_id)
 
 
 def test_the_digest_is_bound_to_the_challenge_and_forgiving_only_of_whitespace() -> None:
