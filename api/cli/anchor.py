@@ -69,6 +69,9 @@ def anchor_validate(
             ("[green]VALIDATED[/green]" if result.validated else "[red]NOT VALIDATED[/red]")
             + f" (attempt {e.attempt}, retries left {e.retries_left}{', LOCKED' if e.locked else ''})"
         )
+        if result.challenge is not None:
+            c = result.challenge
+            out.print(f"challenge {c.challenge_id} answered: line {c.line} of {c.path}", highlight=False)
         for line in result.warnings:
             out.print(f"[yellow]warning:[/yellow] {line}")
         out.print(result.canonical_proof if result.validated else result.guidance, highlight=False)

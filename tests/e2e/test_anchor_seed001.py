@@ -417,3 +417,5 @@ def test_the_cli_asks_for_a_challenge_and_validates_a_proof_answering_it(
     assert asked.exit_code == 0 and issued["session_id"] == sid
     assert done.exit_code == 0, done.stdout
     assert json.loads(done.stdout)["challenge"]["challenge_id"] == issued["challenge_id"]
+    again = CliRunner().invoke(app, [*base, "anchor", "challenge", "--session", sid, "--agent", "dev-1"], env=env)
+    assert again.exit_code == 0 and "CHALLENGE::ach_" in again.stdout and "quote line" in again.stdout
