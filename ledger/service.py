@@ -83,6 +83,7 @@ class Ledger:
         self.stop_hook = self.hooks.stop
         # --- the Odyssean Anchor (ledger.anchor) ---------------------------------------------------------------
         self.anchor = self.anchors.anchor
+        self.anchor_challenge = self.anchors.challenge
         self.unlock_anchor = self.anchors.unlock_anchor
         # --- memory (ledger.memory) ----------------------------------------------------------------------------
         self.remember = self.memory.remember

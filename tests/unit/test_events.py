@@ -149,6 +149,15 @@ SAMPLES: list[ev.DomainEvent] = [
         branch="main",
         phase="B1",
         files=3,
+        challenge_id="ach_" + "a" * 22,
+    ),
+    ev.AnchorChallengeIssued(
+        session_id="ses_3",
+        challenge_id="ach_" + "a" * 22,
+        path="src/app.py",
+        line=17,
+        line_digest="c" * 64,
+        expires_at=_dt.datetime(2026, 3, 2, 9, 40, tzinfo=_dt.UTC),
     ),
     ev.AnchorLocked(session_id="ses_3", failed_attempts=3),
     ev.AnchorRefused(session_id="ses_3"),
@@ -290,6 +299,27 @@ def test_a_stored_v1_api_key_payload_with_an_admin_flag_is_read_back_with_a_role
         data["admin"] = admin
     recorded = decode(store_record("ApiKeyIssued", 1, canonical_json(data)))
     assert recorded.event == ev.ApiKeyIssued(key_id="key_abcdef0123", agent="boss", key_sha256="b" * 64, role=role)
+    assert type(recorded.event).schema_version == 2
+
+
+def test_a_stored_v1_anchor_attempt_is_read_back_as_v2_answering_no_challenge() -> None:
+    v1 = {
+        "session_id": "ses_old",
+        "role": "dev",
+        "tier": "quick",
+        "attempt": 1,
+        "first_in_session": True,
+        "validated": True,
+        "errors": [],
+        "warnings": [],
+        "proof_candidate": "===…===",
+        "canonical_proof": "===…===",
+        "branch": "main",
+        "phase": "B1",
+        "files": 2,
+    }
+    recorded = decode(store_record("AnchorAttempted", 1, canonical_json(v1)))
+    assert recorded.event == ev.AnchorAttempted(**v1, challenge_id=None)
     assert type(recorded.event).schema_version == 2
 
 

@@ -10,7 +10,13 @@ The base classes are in :mod:`.base`, one module a capability holds its events (
 all and upcasts; everything is importable from here.
 """
 
-from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.anchor import (
+    AnchorAttempted,
+    AnchorChallengeIssued,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+)
 from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
@@ -50,6 +56,7 @@ __all__ = [
     "UPCASTERS",
     "VOCABULARY",
     "AnchorAttempted",
+    "AnchorChallengeIssued",
     "AnchorLocked",
     "AnchorRefused",
     "AnchorUnlocked",

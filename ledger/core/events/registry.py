@@ -5,7 +5,13 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.anchor import (
+    AnchorAttempted,
+    AnchorChallengeIssued,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+)
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
@@ -40,6 +46,7 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryForgotten,
     ComplianceStamped,
     ComplianceRefused,
+    AnchorChallengeIssued,
     AnchorAttempted,
     AnchorLocked,
     AnchorRefused,
@@ -80,6 +87,10 @@ def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "request_id": None}  # requests before v2 carried no id
 
 
+def _anchor_attempted_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "challenge_id": None}  # attempts before v2 answered no challenge
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
@@ -87,6 +98,7 @@ UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
+    ("AnchorAttempted", 1): _anchor_attempted_v1_to_v2,
 }
 
 
