@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -93,6 +93,7 @@ __all__ = [
     "PARAM_HINTS",
     "SCHEMAS",
     "TEMPLATES",
+    "WARNING_LEVEL",
     "AgentRollout",
     "AgentToolStats",
     "CompletionParams",
@@ -133,6 +134,9 @@ __all__ = [
     "suggested_correction",
     "validate",
 ]
+
+
+WARNING_LEVEL: Final = "medium"  # seed 6.2's build_warning_response: the warning_level of an allowed call's warning
 
 
 # --- the decision (seed 2.2, 6.2) -----------------------------------------------------------------------------
@@ -201,7 +205,9 @@ def decide(rule: Rule | None, level: EnforcementLevel, validation: Validation) -
     if level is EnforcementLevel.SOFT:
         return Decision(True, level, "recorded", False)
     if level is EnforcementLevel.WARNING:
-        warning = f"{name} was allowed without the context it needs ({validation.error}); strict enforcement blocks it"
+        said = "; ".join(validation.invalid_parameters.values())  # the checks' own words (seed 5.2's texts)
+        what = f"{validation.error} — {said}" if said else validation.error
+        warning = f"{name} was allowed without the context it needs ({what}); strict enforcement blocks it"
         lines = tuple(f"{p}: {param_hint(p)}" for p in (*validation.missing_parameters, *validation.invalid_parameters))
         return Decision(True, level, "warned", False, context_warning=warning, suggestions=lines)
     error = f"{name} blocked by strict parameter enforcement: {validation.error}"

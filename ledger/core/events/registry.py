@@ -80,6 +80,10 @@ def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "request_id": None}  # requests before v2 carried no id
 
 
+def _parameter_checked_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "duration_ms": None}  # checks before v2 were not timed
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
@@ -87,6 +91,7 @@ UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
+    ("ParameterChecked", 1): _parameter_checked_v1_to_v2,
 }
 
 
