@@ -140,6 +140,10 @@ class EnforcementReport(BaseModel):
     problem_threshold: float = PROBLEM_THRESHOLD
     totals: EnforcementTotals
     by_level: dict[str, int] = Field(description="checks per enforcement level applied")
+    applied_by_level: dict[str, int] = Field(
+        default_factory=dict,
+        description="enforcement applied (calls blocked) per level, as enforcement_applied_total counts it",
+    )
     by_tool: list[ToolActionSummary]
     by_agent: list[AgentSummary]
     problem_areas: list[ProblemArea]
@@ -259,6 +263,7 @@ def summarise(
         agent=agent,
         totals=totals,
         by_level=dict(sorted(total.levels.items())),
+        applied_by_level=dict(sorted(total.applied.items())),
         by_tool=tools,
         by_agent=by_agent,
         problem_areas=problems,

@@ -62,6 +62,7 @@ def test_totals_and_each_tool_action_count_every_recorded_check(history: Ledger)
     assert (t.checks, t.passed, t.failed, t.blocked, t.allowed, t.warned) == (11, 4, 7, 2, 9, 5)
     assert t.compliance_rate == round(4 / 11, 4) and t.bypassed == 0 and t.invalid_calls == 0
     assert report.by_level == {"strict": 2, "warning": 9}
+    assert report.applied_by_level == {"strict": 2}  # the two blocked calls (seed 7.1 record_enforcement)
     assert report.position == history.store.head()[0]
     update, complete = (
         next(r for r in report.by_tool if r.action == a and r.tool == "manage_task") for a in ("update", "complete")
