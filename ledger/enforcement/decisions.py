@@ -33,6 +33,9 @@ Choices where the seed is silent (documented in docs/ENFORCEMENT.md):
 * **Progressive enforcement** (4.2) uses the whole history, as the seed does (no sliding window), and reads
   the seed's ``warning_threshold`` / ``strict_threshold`` (8.2) as the number of recorded checks before the
   level may rise to warning / strict; with no checks the base level holds.
+* **Conditions** (seed 4.1's ``applies_to``): a rule's ``conditions`` may test only facts the server derives —
+  ``agent_id``, ``source``, ``role`` (the session's), ``task_type`` (the task's) — never a tool argument; when no
+  conditioned rule applies, the tool/action's unconditional rule (else ``default_level``) does.
 * **Rollout**: an agent's bucket is ``sha256(agent) mod 100``; agents outside the percentage get
   ``disabled`` (the seed defines no fallback level). A per-agent ``level`` overrides every rule's level.
 """

@@ -14,7 +14,8 @@ Definitions (where the seed is silent):
   ``by_outcome`` keeps the exact split.
 * **current level** of an agent for a tool/action = :func:`ledger.enforcement.effective_level` of the rule the
   server has loaded *now* (rules are configuration, not events) and the agent's checks up to the report's
-  position: what its next call would meet under today's rules.
+  position: what its next call would meet under today's rules (a rule with ``conditions`` counts here only when
+  they test nothing but ``agent_id``: role and task type belong to a call).
 * **problem areas** = tool/actions (all agents together) and agent/tool/actions whose compliance rate is below
   :data:`PROBLEM_THRESHOLD` (0.5, seed §7.2), worst first, with their counts and most-missing parameters.
 """

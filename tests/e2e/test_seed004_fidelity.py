@@ -187,6 +187,8 @@ enforcement:
           level: strict
         - conditions: {agent_id: trusted-bot}
           level: soft
+        - conditions: {role: qa}
+          level: disabled
         - level: warning
 """
 
@@ -202,14 +204,24 @@ async def test_a_rule_with_conditions_applies_only_where_its_context_matches(
     ledger.task_create(pm, "bug-1", "Login loop", task_type="bug")
     ledger.task_create(pm, "feat-1", "Refresh tokens")
     thin = {"action": "update", "work_notes": "fixed stuff"}
-    async with agent(ledger, "dev-bot") as dev, agent(ledger, "trusted-bot") as trusted:
+    async with (
+        agent(ledger, "dev-bot") as dev,
+        agent(ledger, "trusted-bot") as trusted,
+        agent(ledger, "qa-bot", role="qa") as qa,
+    ):
         on_bug = await call(dev, "manage_task", {**thin, "task_id": "bug-1"})
         on_feature = await call(dev, "manage_task", {**thin, "task_id": "feat-1"})
         by_trusted = await call(trusted, "manage_task", {**thin, "task_id": "feat-1"})
+        # in the qa role (the session's), disabled: an unknown argument is dropped, not recorded on the task
+        by_qa = await call(qa, "manage_task", {**thin, "task_id": "feat-1", "mood": "cheerful"})
     assert (on_bug["success"], on_bug["enforcement_level"], on_bug["base_level"]) == (False, "strict", "strict")
     assert (on_feature["success"], on_feature["base_level"]) == (True, "warning")
     assert (by_trusted["success"], by_trusted["base_level"], by_trusted["context_warning"]) == (True, "soft", None)
-    assert [c.base_level for c in checks(ledger)] == ["strict", "warning", "soft"]
+    assert (by_qa["success"], by_qa["base_level"]) == (True, "disabled")
+    assert [c.base_level for c in checks(ledger)] == ["strict", "warning", "soft", "disabled"]
+    assert checks(ledger)[-1].unknown == ["mood"]
+    work = ledger.task_get("feat-1").work
+    assert len(work) == 3 and all("mood" not in entry.params for entry in work)
 
 
 # --- propagate_changes ----------------------------------------------------------------------------------------
