@@ -87,11 +87,12 @@ def report_enforcement(
         for lv in a.tools:
             level = f"{lv.current_level.value} ({lv.base_level.value})"
             agents.add_row(a.agent, f"{lv.tool}.{lv.action}", str(lv.checks), _pct(lv.compliance_rate), level)
-    by_time = table(
-        report.trending.unit, *numbers("checks", "compliant", "blocked"), title=f"trend per {report.trending.unit}"
-    )
-    for b in report.trending.buckets:
-        by_time.add_row(b.start.isoformat(), str(b.checks), _pct(b.compliance_rate), str(b.blocked))
+    trend = report.trending
+    since = f"since {trend.window_start.isoformat()}"
+    by_time = table(trend.unit, *numbers("checks", "compliant", "blocked"), title=f"trend per {trend.unit} {since}")
+    for b in trend.buckets:
+        if b.checks:  # the JSON lists every bucket; the table only those with checks
+            by_time.add_row(b.start.isoformat(), str(b.checks), _pct(b.compliance_rate), str(b.blocked))
     out.print(tools, agents, by_time)
     for better in report.improving_agents:
         out.print(f"improving: {better.agent} {_pct(better.earlier_rate)} -> {_pct(better.recent_rate)}")

@@ -159,5 +159,10 @@ def test_the_cli_prints_the_tables_and_problem_areas_and_the_same_report_as_json
     code, text, _ = cli(tmp_path, "--agent", "good-bot")
     assert code == 0 and "no problem areas" in text
 
+    code, text, _ = cli(tmp_path, "--as-of", "2026-03-01T12:00:00Z", "--trend", "hour")
+    assert code == 0 and "trend per hour since 2026-02-28T13:00:00+00:00" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith("2026-03-01T")]
+    assert rows == [["2026-03-01T09:00:00+00:00", "4", "100%", "0"], ["2026-03-01T10:00:00+00:00", "7", "0%", "2"]]
+
     code, _, err = cli(tmp_path, "--as-of", "yesterday")
     assert code == 2 and "is not a time" in err
