@@ -87,10 +87,12 @@ def report_enforcement(
         for lv in a.tools:
             level = f"{lv.current_level.value} ({lv.base_level.value})"
             agents.add_row(a.agent, f"{lv.tool}.{lv.action}", str(lv.checks), _pct(lv.compliance_rate), level)
-    trend = report.trending
-    since = f"since {trend.window_start.isoformat()}"
-    by_time = table(trend.unit, *numbers("checks", "compliant", "blocked"), title=f"trend per {trend.unit} {since}")
-    for b in trend.buckets:
+    trending = report.trending
+    since = f"since {trending.window_start.isoformat()}"
+    by_time = table(
+        trending.unit, *numbers("checks", "compliant", "blocked"), title=f"trend per {trending.unit} {since}"
+    )
+    for b in trending.buckets:
         if b.checks:  # the JSON lists every bucket; the table only those with checks
             by_time.add_row(b.start.isoformat(), str(b.checks), _pct(b.compliance_rate), str(b.blocked))
     out.print(tools, agents, by_time)
