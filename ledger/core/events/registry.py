@@ -91,6 +91,10 @@ def _anchor_attempted_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "challenge_id": None}  # attempts before v2 answered no challenge
 
 
+def _parameter_checked_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "duration_ms": None}  # checks before v2 were not timed
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
@@ -99,6 +103,7 @@ UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
     ("AnchorAttempted", 1): _anchor_attempted_v1_to_v2,
+    ("ParameterChecked", 1): _parameter_checked_v1_to_v2,
 }
 
 
