@@ -52,8 +52,12 @@ class MemoryCommands(MemoryRevisions):
         tags: list[str] | None = None,
         session_id: str | None = None,
         category: str | None = None,
+        *,
+        context: str | None = None,
     ) -> RememberResult:
-        """Store a block (its tier follows from its tags and category), or record that it is a duplicate."""
+        """Store a block (its tier follows from its tags and category), or record that it is a duplicate.
+
+        ``context`` (checked by the caller, e.g. the brain) is stored with the block as its provenance."""
         content = memory.check_content(content)
         clean_tags = memory.check_tags(tags)
         clean_category = memory.check_category(category)
@@ -69,6 +73,7 @@ class MemoryCommands(MemoryRevisions):
                 tags=clean_tags,
                 session_id=session_id,
                 category=clean_category,
+                context=context,
             )
             self.kernel.append(actor, state.stream, state.version, [event], self.grants.meta(actor, session))
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"

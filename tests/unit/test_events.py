@@ -256,7 +256,7 @@ def test_a_stored_v1_memory_remembered_payload_is_read_back_at_the_current_versi
     assert recorded.event == ev.MemoryRemembered(
         block_id="blk_old", content="an old memory", tags=["a", "b"], category="knowledge"
     )
-    assert type(recorded.event).schema_version == 3
+    assert type(recorded.event).schema_version == 4
 
 
 def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowledge_category() -> None:
@@ -264,6 +264,17 @@ def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowled
     recorded = decode(store_record("MemoryRemembered", 2, v2))
     assert recorded.event == ev.MemoryRemembered(block_id="blk_v2", content="a v2 memory", tags=["x"])
     assert isinstance(recorded.event, ev.MemoryRemembered) and recorded.event.category == "knowledge"
+
+
+def test_a_stored_v3_memory_remembered_payload_is_read_back_as_v4_without_provenance() -> None:
+    v3 = canonical_json(
+        {"block_id": "blk_v3", "content": "a v3 memory", "tags": ["x"], "category": "decision", "session_id": None}
+    )
+    recorded = decode(store_record("MemoryRemembered", 3, v3))
+    assert recorded.event == ev.MemoryRemembered(
+        block_id="blk_v3", content="a v3 memory", tags=["x"], category="decision", context=None
+    )
+    assert type(recorded.event).schema_version == 4
 
 
 @pytest.mark.parametrize(
@@ -309,7 +320,7 @@ def test_an_unknown_event_type_raises_unknown_event_type() -> None:
 def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:
     data = canonical_json({"block_id": "b", "content": "c", "tags": ["a"]})
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
-        decode(store_record("MemoryRemembered", 4, data))
+        decode(store_record("MemoryRemembered", 5, data))
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
         ev.from_payload("SessionEnded", 2, {"session_id": "s"})
 

@@ -71,6 +71,10 @@ def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "category": data.get("category") or "knowledge"}
 
 
+def _memory_remembered_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "context": None}  # blocks before v4 recorded no provenance
+
+
 def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     lifted = {k: v for k, v in data.items() if k != "admin"}
     return {**lifted, "role": "admin" if data.get("admin") else "agent"}
@@ -84,6 +88,7 @@ def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
     ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
+    ("MemoryRemembered", 3): _memory_remembered_v3_to_v4,
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
