@@ -1,4 +1,5 @@
-"""What the MCP server tells agents: the instructions sent at ``initialize`` and the two prompts."""
+"""What the MCP server tells agents: the instructions sent at ``initialize`` and the three prompts
+(``compliance_grounding``, ``memory_guide``, ``brain_workflow``). README.md quotes ``brain_workflow`` whole."""
 
 from __future__ import annotations
 
@@ -52,9 +53,40 @@ in every recall; a signal below 0.2 also makes the blocks decay twice as fast.
 
 Every call is an event in a hash-chained ledger; your recalls, searches, stamps and memories are auditable."""
 
+# Seed 003's monitor-skill update ("MANDATORY Brain Operations"), for this ledger's tools and its verified DNA.
+BRAIN_WORKFLOW_GUIDE = """MANDATORY Brain Operations
+
+Workflow tasks are gated on the shared brain. You cannot claim a task before you queried the brain, nor hand it
+on before you contributed what you learned: two DNA fields, which the ledger checks against its own events.
+
+| DNA field | required by | its value |
+|---|---|---|
+| memory_query_session | ready->active, rework->active, testing->active | trace.session_id of your query_brain call |
+| memory_contribution_id | active->review, active->approval | trace.thought_id of your contribute_to_brain call |
+
+1. Find a task in status ready or rework (`task_list`) and `clock_in` with your role.
+2. Before claiming: `query_brain` with the task's topic, then record the query on the task:
+   `task_update_dna` {"task_id": "<task>", "dna": {"memory_query_session": "<trace.session_id>"}}
+3. Claim: `task_transition` {"task_id": "<task>", "to_status": "active", "session_id": "<your session>"}.
+   The ledger checks that the session is yours and queried memory after the task entered its status.
+4. Do the work.
+5. Before submitting: `contribute_to_brain` with your key learning, one declarative statement of more than
+   50 characters (a question is not stored), then:
+   `task_update_dna` {"task_id": "<task>", "dna": {"memory_contribution_id": "<trace.thought_id>"}}
+6. Submit: `task_transition` to review (dev) or approval (pdsa). The ledger checks that you contributed
+   that thought after the task became active.
+
+Rework clears the memory fields: review->rework and approval->rework remove memory_query_session and
+memory_contribution_id, so whoever claims the rework must query the brain again; a query from before the
+rework does not count.
+
+If brain is unavailable, wait and retry. Do NOT skip. The brain is infrastructure, like the database: when a
+brain tool answers that the store is unavailable (or GET /api/v1/health answers 503), wait and call again.
+There is no skip field, and placeholders such as "auto-claim" are refused."""
+
 
 def register(mcp: MCPServer) -> None:
-    """Add the ``compliance_grounding`` and ``memory_guide`` prompts."""
+    """Add the ``compliance_grounding``, ``memory_guide`` and ``brain_workflow`` prompts."""
 
     @mcp.prompt()
     def compliance_grounding() -> str:
@@ -71,3 +103,9 @@ def register(mcp: MCPServer) -> None:
     def memory_guide() -> str:
         """How to set up memory and run the cognitive loop."""
         return MEMORY_GUIDE
+
+    @mcp.prompt()
+    def brain_workflow() -> str:
+        """MANDATORY brain operations for workflow tasks: the two DNA fields, the call sequence, rework clearing,
+        and what to do when the brain is unavailable."""
+        return BRAIN_WORKFLOW_GUIDE
