@@ -1,8 +1,9 @@
 """Thought traffic for the brain API: how often each memory block was retrieved, and by how many agents.
 
 A fold over ``MemorySearched`` (its ``result_ids`` and the agent that searched, from the event's metadata)
-and ``MemoryRemembered`` (who contributed each block, and the ``context`` it was contributed in: its provenance). A thought retrieved at least
-``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS`` distinct agents is a *highway*.
+and ``MemoryRemembered`` (who contributed each block, and the ``context`` it was contributed in: its
+provenance). A thought retrieved at least ``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS``
+distinct agents is a *highway*.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class ThoughtTraffic:
         return [b for b, t in self.traffic.items() if t.is_highway]
 
     def snapshot(self) -> dict[Hashable, Any]:
-        return self.dump()
+        return {key: value for key, value in self.dump().items()}
 
     def dump(self) -> dict[str, Any]:
         return {

@@ -19,6 +19,44 @@ Setup (once; safe to repeat): call `memory_setup` (or run `compliance-ledger ini
 constitutional blocks (tag self/constitutional: they never fade), plus your identity (self/context) and
 values (self/value) if you pass them. Nothing is stored twice.
 
+Three-tier self-knowledge. What you know about yourself lives in three tiers, chosen by the tags:
+- Constitutional (PERMANENT): founding principles, near-immortal. Tag self/constitutional; lambda 0.00001, a
+  half-life of ~69,315 active hours (~34 years). They ship with every ledger and are guaranteed a place in the
+  self frame. Constitutional amendment requires explicit human action: a person runs
+  `compliance-ledger init --force` to regenerate them, or archives and replaces one (`memory archive`,
+  `memory supersede`, `memory restore`; administrators only, every change an event).
+- Values (DURABLE): learned principles, must be reinforced monthly. Tags self/value, self/constraint,
+  self/goal; lambda 0.001, ~693 active hours (~29 days).
+- Standard: domain knowledge, must be reinforced every few days. Every other block; lambda 0.010, ~69 active
+  hours (~3 days). Observations (category 'observation', lambda 0.050, ~14 active hours) fade fastest.
+Constitutional blocks have reserved seats; everything else competes by relevance, so the self frame stays
+calibrated to the domain you are working in.
+
+The cognitive loop. The 10 constitutional blocks form it. The loop is not sequential — it's a menu of
+cognitive tools:
+
+ CURIOSITY ──> CONNECTION ──> UNCERTAINTY
+     ^                             |
+     |                             v
+ REFLECTION    IDENTITY        ECONOMY
+     ^                             |
+     |                             v
+  BALANCE <──── CARE <────── FEEDBACK
+                               |
+                               v
+                          FOCUS (control)
+
+Retrieval surfaces the right principles for the context: encountering unknowns: Curiosity, Uncertainty;
+learning something new: Connection, Feedback; making decisions: Economy, Focus, Uncertainty; reviewing
+outcomes: Feedback, Care, Balance; pacing/planning: Balance, Economy; new domain entry: Curiosity,
+Uncertainty, Connection; session transitions: Reflection. The loop improves you three ways:
+- Value discovery: when a pattern proves reliable, `memory_remember` it tagged self/value (Feedback).
+- Natural selection: `memory_curate` (and every recall) reinforces what you use; unused values decay and are
+  archived, so the self becomes a distillation of what actually works.
+- Reflection-driven pruning: at natural transitions recall the self frame and ask which principles you used
+  and which you neglected; send a low `memory_outcome` signal for a belief that misled you (it then decays
+  twice as fast).
+
 The loop, every task:
 1. Recall before you act: `memory_recall` with a query about the task (or `memory_search` for plain ranked
    hits). Read what comes back.
@@ -42,8 +80,7 @@ what you use stays fresh.
 
 Decay and curation: blocks fade with active hours (hours in which some session was active), not calendar
 time, so a week away forgets nothing. How fast depends on the tier, which follows from the tags and the
-category: constitutional blocks are permanent; `category` (one lower-case word, default 'knowledge')
-'observation' decays fastest. `memory_curate` archives blocks that have decayed, prunes weak links between
+category (above). `memory_curate` archives blocks that have decayed, prunes weak links between
 blocks, and reinforces the constitution and the strongest blocks; it also runs by itself every 40 active
 hours. Archived blocks are kept in the ledger but no longer recalled.
 
@@ -106,6 +143,5 @@ def register(mcp: MCPServer) -> None:
 
     @mcp.prompt()
     def brain_workflow() -> str:
-        """MANDATORY brain operations for workflow tasks: the two DNA fields, the call sequence, rework clearing,
-        and what to do when the brain is unavailable."""
+        """MANDATORY brain operations for workflow tasks: DNA fields, call sequence, rework, brain unavailable."""
         return BRAIN_WORKFLOW_GUIDE

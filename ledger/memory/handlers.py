@@ -15,6 +15,7 @@ from typing import Literal
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
 from ledger.core.events import MemoryOutcomeRecorded, MemoryRecalled
 from ledger.kernel import Actor, Kernel
+from ledger.keys import access
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
@@ -61,6 +62,8 @@ class MemoryCommands(MemoryRevisions):
         content = memory.check_content(content)
         clean_tags = memory.check_tags(tags)
         clean_category = memory.check_category(category)
+        if constitution.CONSTITUTIONAL_TAG in clean_tags:
+            access.require_admin(actor, "add to the constitution (a block tagged self/constitutional)")
         block_id = memory.block_id_for(content)
 
         def attempt() -> RememberResult:

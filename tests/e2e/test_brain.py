@@ -199,6 +199,8 @@ def test_a_thought_keeps_its_context_as_provenance_shown_with_it_in_search_resul
         [source] = [s for s in answer["result"]["sources"] if s["thought_id"] == block_id_for(ROLES)]
         assert source["context"] == context and source["contributor"] == "local"
     # The provenance survives a restart: a new ledger on the same database folds it from the log.
+    # ... and with the thought itself: its history (memory show, GET /memory/blocks/{id}) shows the stored context.
+    assert ledger.memory_block(block_id_for(ROLES)).history[0].detail["context"] == context
     answer = make_ledger().brain.ask(Actor("carol", "mcp"), "role separation reviewers")
     assert [s.context for s in answer.result.sources if s.thought_id == block_id_for(ROLES)] == [context]
 

@@ -32,6 +32,7 @@ SAMPLES: list[ev.DomainEvent] = [
         block_id="blk_1", content="Ünïcode ✓ memory\nwith lines", tags=["project/db", "x"], session_id="ses_1"
     ),
     ev.MemoryRemembered(block_id="blk_2", content="no tags, no session", tags=[]),
+    ev.MemoryRemembered(block_id="blk_5", content="a thought", tags=["brain/thought"], context="reviewing the gate"),
     ev.MemoryRemembered(block_id="blk_3", content="saw the build fail", tags=["ci"], category="observation"),
     ev.MemoryRecalled(
         session_id="ses_1",
@@ -65,6 +66,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemorySuperseded(block_id="blk_1", by_block_id="blk_4", session_id="ses_1"),
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
+    ev.MemoryArchived(block_id="blk_2", reason="amended: folded into Economy"),
+    ev.MemoryRestored(block_id="blk_2", reason="init --force: the constitution regenerated"),
     ev.TaskCreated(task_id="t-1", task_type="task", title="Ünïcode task", status="ready", role="dev", dna={"a": [1]}),
     ev.TaskDnaUpdated(task_id="t-1", set={"memory_query_session": "ses_1", "n": 1.5}, removed=["a"]),
     ev.TaskTransitioned(

@@ -103,3 +103,21 @@ class MemoryForgotten(DomainEvent):
     type_name: ClassVar[str] = "MemoryForgotten"
     block_id: str
     reason: str
+
+
+class MemoryArchived(DomainEvent):
+    """A person archived a block (an administrator, e.g. amending the constitution): it leaves search and recall,
+    keeps its history, and can be restored; this event says why."""
+
+    type_name: ClassVar[str] = "MemoryArchived"
+    block_id: str
+    reason: str
+
+
+class MemoryRestored(DomainEvent):
+    """A person brought an archived or superseded block back (an administrator, e.g. ``init --force``
+    regenerating the constitution): search and recall find it again, reinforced at this moment."""
+
+    type_name: ClassVar[str] = "MemoryRestored"
+    block_id: str
+    reason: str

@@ -11,12 +11,14 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemoryRestored,
     MemorySearched,
     MemorySuperseded,
 )
@@ -38,6 +40,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryArchived,
+    MemoryRestored,
     ComplianceStamped,
     ComplianceRefused,
     AnchorAttempted,
