@@ -95,6 +95,11 @@ def test_a_person_archives_replaces_and_restores_a_constitutional_block_recorded
     assert care in found(ledger, "second-order effects systems healthier")
     history = [e.type for e in ledger.memory_block(care).history]
     assert history[-2:] == ["MemoryArchived", "MemoryRestored"]
+    # Replayed to any position, the constitution is what it was then.
+    archived_at = next(r.position for r in ledger.store.iter_events(start, types=["MemoryArchived"]))
+    then = ledger.memory_blocks(tag=CONSTITUTIONAL_TAG, position=archived_at - 1).blocks
+    assert care in [b.block_id for b in then] and economy not in [b.block_id for b in then]
+    assert care not in [b.block_id for b in ledger.memory_blocks(tag=CONSTITUTIONAL_TAG, position=archived_at).blocks]
 
 
 @pytest.mark.anyio
