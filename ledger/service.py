@@ -94,6 +94,9 @@ class Ledger:
         self.outcome = self.memory.outcome
         self.supersede = self.memory.supersede
         self.forget = self.memory.forget
+        self.archive_block = self.memory.archive
+        self.restore_block = self.memory.restore
+        self.regenerate_constitution = self.memory.regenerate_constitution
         self.memory_blocks = self.memory.memory_blocks
         self.memory_block = self.memory.memory_block
         self.block_texts = self.memory.block_texts

@@ -29,6 +29,8 @@ MEMORY_EVENT_TYPES = (
     "MemoryOutcomeRecorded",
     "MemorySuperseded",
     "MemoryForgotten",
+    "MemoryArchived",
+    "MemoryRestored",
 )
 
 

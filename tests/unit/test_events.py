@@ -32,6 +32,7 @@ SAMPLES: list[ev.DomainEvent] = [
         block_id="blk_1", content="Ünïcode ✓ memory\nwith lines", tags=["project/db", "x"], session_id="ses_1"
     ),
     ev.MemoryRemembered(block_id="blk_2", content="no tags, no session", tags=[]),
+    ev.MemoryRemembered(block_id="blk_5", content="a thought", tags=["brain/thought"], context="reviewing the gate"),
     ev.MemoryRemembered(block_id="blk_3", content="saw the build fail", tags=["ci"], category="observation"),
     ev.MemoryRecalled(
         session_id="ses_1",
@@ -65,6 +66,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemorySuperseded(block_id="blk_1", by_block_id="blk_4", session_id="ses_1"),
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
+    ev.MemoryArchived(block_id="blk_2", reason="amended: folded into Economy"),
+    ev.MemoryRestored(block_id="blk_2", reason="init --force: the constitution regenerated"),
     ev.TaskCreated(task_id="t-1", task_type="task", title="Ünïcode task", status="ready", role="dev", dna={"a": [1]}),
     ev.TaskDnaUpdated(task_id="t-1", set={"memory_query_session": "ses_1", "n": 1.5}, removed=["a"]),
     ev.TaskTransitioned(
@@ -265,7 +268,7 @@ def test_a_stored_v1_memory_remembered_payload_is_read_back_at_the_current_versi
     assert recorded.event == ev.MemoryRemembered(
         block_id="blk_old", content="an old memory", tags=["a", "b"], category="knowledge"
     )
-    assert type(recorded.event).schema_version == 3
+    assert type(recorded.event).schema_version == 4
 
 
 def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowledge_category() -> None:
@@ -273,6 +276,17 @@ def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowled
     recorded = decode(store_record("MemoryRemembered", 2, v2))
     assert recorded.event == ev.MemoryRemembered(block_id="blk_v2", content="a v2 memory", tags=["x"])
     assert isinstance(recorded.event, ev.MemoryRemembered) and recorded.event.category == "knowledge"
+
+
+def test_a_stored_v3_memory_remembered_payload_is_read_back_as_v4_without_provenance() -> None:
+    v3 = canonical_json(
+        {"block_id": "blk_v3", "content": "a v3 memory", "tags": ["x"], "category": "decision", "session_id": None}
+    )
+    recorded = decode(store_record("MemoryRemembered", 3, v3))
+    assert recorded.event == ev.MemoryRemembered(
+        block_id="blk_v3", content="a v3 memory", tags=["x"], category="decision", context=None
+    )
+    assert type(recorded.event).schema_version == 4
 
 
 @pytest.mark.parametrize(
@@ -339,7 +353,7 @@ def test_an_unknown_event_type_raises_unknown_event_type() -> None:
 def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:
     data = canonical_json({"block_id": "b", "content": "c", "tags": ["a"]})
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
-        decode(store_record("MemoryRemembered", 4, data))
+        decode(store_record("MemoryRemembered", 5, data))
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
         ev.from_payload("SessionEnded", 2, {"session_id": "s"})
 

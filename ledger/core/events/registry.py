@@ -17,12 +17,14 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemoryRestored,
     MemorySearched,
     MemorySuperseded,
 )
@@ -44,6 +46,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryArchived,
+    MemoryRestored,
     ComplianceStamped,
     ComplianceRefused,
     AnchorChallengeIssued,
@@ -78,6 +82,10 @@ def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "category": data.get("category") or "knowledge"}
 
 
+def _memory_remembered_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "context": None}  # blocks before v4 recorded no provenance
+
+
 def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     lifted = {k: v for k, v in data.items() if k != "admin"}
     return {**lifted, "role": "admin" if data.get("admin") else "agent"}
@@ -99,6 +107,7 @@ def _parameter_checked_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
     ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
+    ("MemoryRemembered", 3): _memory_remembered_v3_to_v4,
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
