@@ -9,6 +9,8 @@ for the seed's brain wrapper (AC-B6):
 
 * every ``OPTIONS`` on those paths is answered here with **204** and the CORS headers — a browser preflight
   (a disallowed origin, method or header still gets Starlette's 400) and a bare ``curl -X OPTIONS`` alike;
+  with CORS off (:class:`PlainOptions`) it is still **204**, with ``Allow`` and no CORS headers, so a browser
+  preflight fails as it should and ``curl -I -X OPTIONS`` sees what the endpoint allows;
 * a request from an allowed origin reaches the MCP transport without its ``Origin`` header: the transport's
   own allow-list knows only loopback origins, and the operator has just allowed this one. Its ``Host`` check
   (DNS-rebinding protection) still applies, and so do API keys.
@@ -46,6 +48,20 @@ CORS_EXPOSE = ("Mcp-Session-Id", "Retry-After", "X-Request-ID")
 def in_scope(path: str) -> bool:
     """The paths CORS applies to: the MCP endpoint and the brain API."""
     return path == "/mcp" or path.startswith(("/mcp/", "/api/v1/"))
+
+
+class PlainOptions:
+    """With CORS off: ``OPTIONS`` on :func:`in_scope` paths answers 204 with ``Allow`` and no CORS headers, so no
+    browser may call across origins while the seed's AC-B6 status (204) holds (ASGI middleware)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "OPTIONS" and in_scope(scope["path"]):
+            await Response(status_code=204, headers={"Allow": ", ".join(CORS_METHODS)})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class ScopedCors:

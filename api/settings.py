@@ -68,6 +68,17 @@ class Settings(BaseSettings):
         default_factory=lambda: ["PROJECT-CONTEXT.oct.md", ".hestai/context/PROJECT-CONTEXT.oct.md"],
         description="where PROJECT-CONTEXT.oct.md is looked for, relative to the working directory",
     )
+    external_context: list[str] = Field(
+        default_factory=list,
+        description="absolute directories or documents outside the working directory that a tension's CTX: may "
+        "cite by absolute path (JSON list in LEDGER_EXTERNAL_CONTEXT); default none",
+    )
+    anchor_challenge_ttl_minutes: float = Field(
+        10.0, gt=0, le=24 * 60, description="how long a proof may answer an anchor challenge, in minutes"
+    )
+    anchor_challenge_required: bool = Field(
+        False, description="odyssean_anchor fails a proof that answers no anchor_challenge"
+    )
     require_anchor: bool = Field(False, description="assert_compliance also requires a validated anchor")
     workflow_file: Path | None = Field(
         None, description="YAML workflow table replacing the default one (see docs/WORKFLOW.md)"
@@ -99,6 +110,14 @@ class Settings(BaseSettings):
             clean.append(value)
         return clean
 
+    @field_validator("external_context")
+    @classmethod
+    def _check_external_context(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if not isinstance(entry, str) or "\x00" in entry or not os.path.isabs(entry):
+                raise ValueError(f"external context {entry!r} is not an absolute path, e.g. /home/me/specs")
+        return entries
+
     @property
     def timeouts(self) -> Timeouts:
         return Timeouts(lock=self.lock_timeout_seconds, statement=self.statement_timeout_seconds)
@@ -126,6 +145,10 @@ class Settings(BaseSettings):
     @property
     def idle_timeout(self) -> _dt.timedelta:
         return _dt.timedelta(minutes=self.idle_timeout_minutes)
+
+    @property
+    def anchor_challenge_ttl(self) -> _dt.timedelta:
+        return _dt.timedelta(minutes=self.anchor_challenge_ttl_minutes)
 
     @property
     def token_ttl(self) -> _dt.timedelta | None:

@@ -63,6 +63,9 @@ class LedgerConfig:
     require_anchor: bool = False
     project_roots: tuple[str, ...] = ()
     context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
+    external_context: tuple[str, ...] = ()  # absolute dirs or documents CTX: citations may also name
+    anchor_challenge_ttl: _dt.timedelta = _dt.timedelta(minutes=10)  # how long a proof may answer a challenge
+    anchor_challenge_required: bool = False  # refuse proofs that answer no challenge
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
     snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
     workflow: Workflow = field(default_factory=load_workflow)

@@ -84,6 +84,7 @@ class Ledger:
         self.stop_hook = self.hooks.stop
         # --- the Odyssean Anchor (ledger.anchor) ---------------------------------------------------------------
         self.anchor = self.anchors.anchor
+        self.anchor_challenge = self.anchors.challenge
         self.unlock_anchor = self.anchors.unlock_anchor
         # --- memory (ledger.memory) ----------------------------------------------------------------------------
         self.remember = self.memory.remember
@@ -94,6 +95,9 @@ class Ledger:
         self.outcome = self.memory.outcome
         self.supersede = self.memory.supersede
         self.forget = self.memory.forget
+        self.archive_block = self.memory.archive
+        self.restore_block = self.memory.restore
+        self.regenerate_constitution = self.memory.regenerate_constitution
         self.memory_blocks = self.memory.memory_blocks
         self.memory_block = self.memory.memory_block
         self.memory_lookup = self.memory.memory_lookup

@@ -1,8 +1,9 @@
 """Thought traffic for the brain API: how often each memory block was retrieved, and by how many agents.
 
 A fold over ``MemorySearched`` (its ``result_ids`` and the agent that searched, from the event's metadata)
-and ``MemoryRemembered`` (who contributed each block). A thought retrieved at least
-``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS`` distinct agents is a *highway*.
+and ``MemoryRemembered`` (who contributed each block, and the ``context`` it was contributed in: its
+provenance). A thought retrieved at least ``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS``
+distinct agents is a *highway*.
 """
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ def evolve_traffic(state: Traffic | None, agent: str | None) -> Traffic:
 
 
 class ThoughtTraffic:
-    """Retrieval traffic per block and each block's contributor (an aggregate fed every event)."""
+    """Retrieval traffic per block, each block's contributor and its provenance (an aggregate fed every event)."""
 
     name = "brain"
 
     def __init__(self) -> None:
         self.traffic: dict[str, Traffic] = {}
         self.contributors: dict[str, str | None] = {}
+        self.provenance: dict[str, str] = {}  # block id -> the context it was contributed in (only blocks with one)
 
     def apply(self, rec: RecordedEvent) -> None:
         event = rec.event
@@ -58,6 +60,8 @@ class ThoughtTraffic:
                 self.traffic[block_id] = evolve_traffic(self.traffic.get(block_id), rec.agent)
         elif isinstance(event, MemoryRemembered):
             self.contributors.setdefault(event.block_id, rec.agent)
+            if event.context is not None:
+                self.provenance.setdefault(event.block_id, event.context)
 
     def of(self, block_id: str) -> Traffic:
         return self.traffic.get(block_id) or Traffic()
@@ -66,10 +70,15 @@ class ThoughtTraffic:
         return [b for b, t in self.traffic.items() if t.is_highway]
 
     def snapshot(self) -> dict[Hashable, Any]:
-        return {"traffic": dict(self.traffic), "contributors": dict(self.contributors)}
+        return {key: value for key, value in self.dump().items()}
 
     def dump(self) -> dict[str, Any]:
-        return {"traffic": dict(self.traffic), "contributors": dict(self.contributors)}
+        return {
+            "traffic": dict(self.traffic),
+            "contributors": dict(self.contributors),
+            "provenance": dict(self.provenance),
+        }
 
     def restore(self, data: dict[str, Any]) -> None:
         self.traffic, self.contributors = dict(data["traffic"]), dict(data["contributors"])
+        self.provenance = dict(data["provenance"])

@@ -36,6 +36,7 @@ STATE_CLASSES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         sessions.Token,
+        sessions.AnchorChallenge,
         sessions.SessionView,
         compliance.AgentCompliance,
         active_hours.SessionSpan,

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.events import (
+    MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemoryRestored,
     MemorySuperseded,
     RecordedEvent,
 )
@@ -40,6 +42,8 @@ _MEMORY_EVENTS = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryArchived,
+    MemoryRestored,
 )
 
 
@@ -165,6 +169,10 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
         )
     if isinstance(e, MemorySuperseded) and block_id == e.block_id:
         return with_changes(view, superseded_by=e.by_block_id, position=rec.position)
+    if isinstance(e, MemoryArchived):
+        return with_changes(view, archived_at=view.archived_at or at, position=rec.position)
+    if isinstance(e, MemoryRestored):
+        return with_changes(view, archived_at=None, superseded_by=None, last_reinforced_at=at, position=rec.position)
     if isinstance(e, MemoryForgotten):
         return None  # the graph drops it: a forgotten block leaves every read model
     return view
@@ -196,7 +204,7 @@ def evolve_edge(key: Pair, edge: EdgeView | None, rec: RecordedEvent) -> EdgeVie
 def block_ids_of(rec: RecordedEvent) -> tuple[str, ...]:
     """The blocks a memory event touches (each once)."""
     e = rec.event
-    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected | MemoryForgotten):
+    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected | MemoryForgotten | MemoryArchived | MemoryRestored):
         return (e.block_id,)
     if isinstance(e, MemorySuperseded):
         return (e.block_id, e.by_block_id)
@@ -257,8 +265,8 @@ class MemoryGraph:
                     self.adjacent.setdefault(key[0], set()).add(key[1])
                     self.adjacent.setdefault(key[1], set()).add(key[0])
                 self.edges[key] = edge
-        elif isinstance(e, MemorySuperseded):
-            # A superseded block leaves recall: its edges no longer connect anything that can be retrieved.
+        elif isinstance(e, MemorySuperseded | MemoryArchived):
+            # A superseded or archived block leaves recall: its edges no longer connect anything retrievable.
             for other in list(self.adjacent.get(e.block_id, ())):
                 self._drop_edge(pair(e.block_id, other))
         elif isinstance(e, MemoryCurated):

@@ -1,6 +1,6 @@
 """The memory search index: a derived, rebuildable projection of ``MemoryRemembered`` events, less the blocks
-``MemoryCurated`` archived, ``MemorySuperseded`` replaced and ``MemoryForgotten`` forgot (they leave search and
-recall; their events stay in the ledger).
+archived (``MemoryCurated``, ``MemoryArchived``), replaced (``MemorySuperseded``) or forgotten (``MemoryForgotten``),
+plus those ``MemoryRestored`` brought back. Removed blocks leave search and recall; their events stay in the ledger.
 
 SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
@@ -31,7 +31,15 @@ from sqlalchemy.engine import Engine
 
 from ledger.core.chain import StoredRecord
 from ledger.core.errors import InvalidInput, LedgerError
-from ledger.core.events import MemoryCurated, MemoryForgotten, MemoryRemembered, MemorySuperseded
+from ledger.core.events import (
+    MemoryArchived,
+    MemoryCurated,
+    MemoryForgotten,
+    MemoryRemembered,
+    MemoryRestored,
+    MemorySuperseded,
+    from_payload_json,
+)
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
@@ -57,7 +65,10 @@ TOKENIZE = "porter unicode61"
 TS_CONFIG = "english"
 """PostgreSQL's text search configuration: English stemming and stop words, for the text and the query alike."""
 OPTIMIZE_AFTER_REMOVALS = 1000
-_INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten)]
+_INDEXED = [
+    t.type_name
+    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
+]
 _PENDING = (
     "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
     f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
@@ -252,9 +263,25 @@ class SearchIndex:
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
-        elif isinstance(event, MemorySuperseded | MemoryForgotten):
+        elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryArchived):
             self._remove(cur, [event.block_id])
+        elif isinstance(event, MemoryRestored):
+            self._remove(cur, [event.block_id])  # never twice in the index, whatever came before
+            self._insert(cur, self._remembered(cur, event.block_id))
+            return 1
         return 0
+
+    def _remembered(self, cur: Any, block_id: str) -> MemoryRemembered:
+        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), read on the index's cursor."""
+        cur.execute(
+            self.store.sql("SELECT type, schema_version, data FROM events WHERE stream = ? AND version = 1"),
+            (f"block:{block_id}",),
+        )
+        row = cur.fetchone()
+        event = from_payload_json(str(row[0]), int(row[1]), str(row[2])) if row is not None else None
+        if not isinstance(event, MemoryRemembered):
+            raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
+        return event
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
         try:

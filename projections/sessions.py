@@ -9,6 +9,7 @@ from typing import Literal
 
 from ledger.core.events import (
     AnchorAttempted,
+    AnchorChallengeIssued,
     AnchorLocked,
     AnchorUnlocked,
     ComplianceRefused,
@@ -46,6 +47,19 @@ class Token:
 
 
 @dataclass(frozen=True, slots=True)
+class AnchorChallenge:
+    """The session's latest anchor challenge: the line the server asked for, and whether a proof answered it."""
+
+    challenge_id: str
+    path: str
+    line: int
+    line_digest: str
+    issued_at: _dt.datetime
+    expires_at: _dt.datetime
+    used_position: int | None = None  # the AnchorAttempted that answered it (one challenge, one attempt)
+
+
+@dataclass(frozen=True, slots=True)
 class SessionView:
     """What the ledger knows about one session."""
 
@@ -74,6 +88,9 @@ class SessionView:
     anchor_position: int | None = None
     anchor_locked: bool = False
     lockouts: int = 0
+    anchor_challenge: AnchorChallenge | None = None  # the latest one issued
+    # earlier challenges of the session: id -> "used" (answered by an attempt) or "replaced" (by a newer one)
+    past_challenges: Mapping[str, str] = field(default_factory=dict, hash=False)
     # request_id -> position of the gate's answer to it (a retry with the id gets that answer again)
     answers: Mapping[str, int] = field(default_factory=dict, hash=False)
 
@@ -192,10 +209,22 @@ def _evolve(
             version=version,
             position=position,
         )
+    if type(e) is AnchorChallengeIssued:
+        past = view.past_challenges
+        if (prior := view.anchor_challenge) is not None:
+            past = {**past, prior.challenge_id: "replaced" if prior.used_position is None else "used"}
+        issued = AnchorChallenge(e.challenge_id, e.path, e.line, e.line_digest, at, e.expires_at)
+        return change(
+            view, anchor_challenge=issued, past_challenges=past, last_event_at=at, version=version, position=position
+        )
     if type(e) is AnchorAttempted:
+        challenge = view.anchor_challenge
+        if e.challenge_id is not None and challenge is not None and challenge.challenge_id == e.challenge_id:
+            challenge = with_changes(challenge, used_position=rec.position)
         if e.validated:
             return change(
                 view,
+                anchor_challenge=challenge,
                 anchor_attempt=0,
                 anchor_total=view.anchor_total + 1,
                 anchor_validated=True,
@@ -206,6 +235,7 @@ def _evolve(
             )
         return change(
             view,
+            anchor_challenge=challenge,
             anchor_attempt=e.attempt,
             anchor_total=view.anchor_total + 1,
             last_event_at=at,

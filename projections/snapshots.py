@@ -245,6 +245,12 @@ class Snapshots:
     def restore(self, runner: ProjectionRunner, until: int | None = None) -> int:
         """Load into the fresh ``runner`` the newest valid snapshot at or before ``until`` (default: any);
         return its position, or 0 when none is usable (the runner is left untouched then)."""
+        position = self._restore(runner, until)
+        if position:  # trimmed here, once the rows read (payloads of megabytes) are freed, not inside the loop
+            _return_freed_memory()
+        return position
+
+    def _restore(self, runner: ProjectionRunner, until: int | None) -> int:
         if not self.enabled or runner.position != 0:
             return 0
         self._ensure()
@@ -280,8 +286,6 @@ class Snapshots:
                 )
                 runner.reset()
                 continue
-            del payload, rows
-            _return_freed_memory()
             return runner.position
         return 0
 

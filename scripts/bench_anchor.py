@@ -5,6 +5,8 @@ Measures, in one run on a real git repository made in a temporary directory:
   * validation: read the authoritative context (git + PROJECT-CONTEXT.oct.md) and validate a proof with
     real citation checks — what the server does before it records an attempt;
   * the full `Ledger.anchor` call: the same plus loading the session and appending the attempt (SQLite);
+  * the challenge round trip: `anchor_challenge` (git ls-files, read a random tracked file, append) and then
+    `Ledger.anchor` with a proof quoting the line (the answer's HMAC checked before validation);
   * the baseline: one bare `git status --porcelain` subprocess, the irreducible cost of asking git.
 Results go to the "Odyssean Anchor" section of docs/BENCHMARKS.md (replaced in place on each run).
 
@@ -48,6 +50,7 @@ def make_project(base: Path) -> Path:
     for i in range(30):
         (repo / "src" / f"mod{i}.py").write_text("".join(f"x{j} = {j}\n" for j in range(200)))
     (repo / "PROJECT-CONTEXT.oct.md").write_text("META:\n  PHASE::B1\n")
+    (repo / "README.md").write_text("".join(f"The module mod{i}.py defines two hundred names.\n" for i in range(30)))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "init")
@@ -114,6 +117,13 @@ def main() -> int:
             sid = ledger.clock_in(who, "dev", str(repo)).session_id
             assert ledger.anchor(who, sid, "dev", text, "deep").validated
 
+        def challenged_anchor() -> None:
+            sid = ledger.clock_in(who, "dev", str(repo)).session_id
+            issued = ledger.anchor_challenge(who, sid)
+            line = (repo / issued.path).read_text().split("\n")[issued.line - 1]
+            answer = f"  FILES::1\n  CHALLENGE::{issued.challenge_id}[{line}]\n"
+            assert ledger.anchor(who, sid, "dev", text.replace("  FILES::1\n", answer), "deep").validated
+
         def bare_git() -> None:
             subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], check=True, capture_output=True)
 
@@ -121,17 +131,22 @@ def main() -> int:
         baseline = samples_ms(bare_git, args.runs)
         validation = samples_ms(validate, args.runs)
         full = samples_ms(full_anchor, args.runs)
+        challenged = samples_ms(challenged_anchor, args.runs)
         ledger.store.engine.dispose()
 
     rows = []
     for name, samples in (
         ("validation (context from git + PROJECT-CONTEXT.oct.md, proof, citations)", validation),
         ("`clock_in` (reads git) + `Ledger.anchor` (reads git again, validates, appends)", full),
+        (
+            "`clock_in` + `anchor_challenge` (git ls-files, reads a file, appends) + `Ledger.anchor` answering it",
+            challenged,
+        ),
         ("baseline: one `git status --porcelain` subprocess", baseline),
     ):
         p50, p95 = median(samples), quantile_exclusive(samples, 95)
         rows.append((name, p50, p95))
-    base_p50 = rows[2][1]
+    base_p50 = rows[-1][1]
     lines = [
         docs.ANCHOR,
         "",

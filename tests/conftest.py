@@ -113,6 +113,8 @@ def project(tmp_path: Path) -> Path:
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 41)))
     (repo / "PROJECT-CONTEXT.oct.md").write_text("===PROJECT_CONTEXT===\nMETA:\n  PHASE::B1\n===END===\n")
+    # lines long enough for an anchor challenge to ask about (ledger.anchor.challenge.MIN_LINE_CHARS)
+    (repo / "README.md").write_text("# app\n\nThe app serves refresh tokens to the mobile client.\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "init")

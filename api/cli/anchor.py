@@ -1,4 +1,5 @@
-"""``compliance-ledger anchor``: submit an Odyssean Anchor proof, and lift a session's anchor lock."""
+"""``compliance-ledger anchor``: get a challenge, submit an Odyssean Anchor proof, and lift a session's anchor
+lock."""
 
 from __future__ import annotations
 
@@ -15,6 +16,25 @@ from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import find_bad_text
 
 group = typer.Typer(help="Odyssean Anchor proofs.", no_args_is_help=True)
+
+
+@group.command("challenge")
+def anchor_challenge(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Option("--session", help="the session to anchor")],
+    agent: Annotated[str, typer.Option(envvar="LEDGER_AGENT", help="the agent that owns the session")],
+    as_json: AsJson = False,
+) -> None:
+    """Ask for a challenge: the line of a tracked file the next proof must quote under CONTEXT."""
+    from ledger.service import Actor
+
+    with ledger_for(ctx) as ledger:
+        issued = ledger.anchor_challenge(Actor(agent, "cli"), session)
+    if as_json:
+        print_json(issued.model_dump(mode="json"))
+        return
+    out.print(f"quote line {issued.line} of {issued.path} (until {issued.expires_at.isoformat()}):", highlight=False)
+    out.print(issued.answer_format, highlight=False)
 
 
 @group.command("validate")
@@ -49,6 +69,9 @@ def anchor_validate(
             ("[green]VALIDATED[/green]" if result.validated else "[red]NOT VALIDATED[/red]")
             + f" (attempt {e.attempt}, retries left {e.retries_left}{', LOCKED' if e.locked else ''})"
         )
+        if result.challenge is not None:
+            c = result.challenge
+            out.print(f"challenge {c.challenge_id} answered: line {c.line} of {c.path}", highlight=False)
         for line in result.warnings:
             out.print(f"[yellow]warning:[/yellow] {line}")
         out.print(result.canonical_proof if result.validated else result.guidance, highlight=False)

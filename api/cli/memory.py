@@ -1,5 +1,5 @@
 """``compliance-ledger memory``: list and inspect memory blocks with their scores, curate now, supersede a block
-with a corrected text, forget one."""
+with a corrected text, archive or restore one (how a person amends the constitution), forget one."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from ledger.core.limits import MAX_INT64
 if TYPE_CHECKING:
     from ledger.memory.report import BlockOut
 
-group = typer.Typer(help="Memory blocks: list, inspect, curate, supersede, forget.", no_args_is_help=True)
+group = typer.Typer(
+    help="Memory blocks: list, inspect, curate, supersede, archive, restore, forget.", no_args_is_help=True
+)
 
 
 def _clip(text: str, width: int = 60) -> str:
@@ -159,6 +161,38 @@ def memory_supersede(
         print_json(result.model_dump(mode="json"))
         return
     out.print(f"{result.block_id} superseded by {result.new_block_id} at position {result.position}")
+
+
+@group.command("archive")
+def memory_archive(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    reason: Annotated[str, typer.Option(help="why it is archived, kept in the log (e.g. 'amended')")],
+    as_json: AsJson = False,
+) -> None:
+    """Archive a block (also a constitutional one): it leaves search and recall, keeps its history, can be restored."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.archive_block(operator(), block_id, reason)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{result.block_id} archived at position {result.position}: {result.reason}")
+
+
+@group.command("restore")
+def memory_restore(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    reason: Annotated[str, typer.Option(help="why it comes back, kept in the log")],
+    as_json: AsJson = False,
+) -> None:
+    """Bring an archived or superseded block back into search and recall (a block that replaced it stays)."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.restore_block(operator(), block_id, reason)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{result.block_id} restored at position {result.position}: {result.reason}")
 
 
 @group.command("forget")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,13 @@ from api.cli.output import out, print_compliance, print_json, print_stop_hooks, 
 from ledger.core.limits import MAX_INT64
 
 group = typer.Typer(help="Compliance reports.", no_args_is_help=True)
+
+
+class TrendChoice(StrEnum):
+    """How the enforcement report buckets its trend."""
+
+    hour = "hour"
+    day = "day"
 
 
 @group.command("compliance")
@@ -46,19 +54,23 @@ def report_enforcement(
     agent: Annotated[str | None, typer.Option(help="only this agent's checks")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="ISO time: replay the checks recorded by then")] = None,
     position: Annotated[int | None, typer.Option(min=0, max=MAX_INT64, help="the report as of this position")] = None,
+    trend: Annotated[TrendChoice, typer.Option(help="bucket the trend by hour (24) or day (7)")] = TrendChoice.day,
     as_json: AsJson = False,
 ) -> None:
-    """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas."""
+    """Parameter enforcement: checks and compliance per tool/action and agent, current levels, problem areas,
+    the trend and the improving agents."""
     from rich.table import Column
 
     with ledger_for(ctx) as ledger:
-        report = ledger.enforcement_report(agent, as_of=parse_when(as_of), position=position)
+        report = ledger.enforcement_report(agent, as_of=parse_when(as_of), position=position, trend=trend.value)
     if as_json:
         print_json(report.model_dump(mode="json"))
         return
     t = report.totals
     out.print(f"enforcement at position {report.position}: {t.checks} checks, {_pct(t.compliance_rate)} compliant")
     out.print(f"blocked {t.blocked}, warned {t.warned}, recorded {t.recorded}, bypassed {t.bypassed}")
+    took = "—" if t.avg_duration_ms is None else f"{t.avg_duration_ms:.3f} ms"
+    out.print(f"average check {took}")
 
     def where() -> Column:
         return Column("tool.action", no_wrap=True)
@@ -75,7 +87,17 @@ def report_enforcement(
         for lv in a.tools:
             level = f"{lv.current_level.value} ({lv.base_level.value})"
             agents.add_row(a.agent, f"{lv.tool}.{lv.action}", str(lv.checks), _pct(lv.compliance_rate), level)
-    out.print(tools, agents)
+    trending = report.trending
+    since = f"since {trending.window_start.isoformat()}"
+    by_time = table(
+        trending.unit, *numbers("checks", "compliant", "blocked"), title=f"trend per {trending.unit} {since}"
+    )
+    for b in trending.buckets:
+        if b.checks:  # the JSON lists every bucket; the table only those with checks
+            by_time.add_row(b.start.isoformat(), str(b.checks), _pct(b.compliance_rate), str(b.blocked))
+    out.print(tools, agents, by_time)
+    for better in report.improving_agents:
+        out.print(f"improving: {better.agent} {_pct(better.earlier_rate)} -> {_pct(better.recent_rate)}")
     if not report.problem_areas:
         out.print(f"no problem areas (compliance below {report.problem_threshold:.0%})")
         return

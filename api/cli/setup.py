@@ -8,24 +8,36 @@ import typer
 
 from api.cli.context import fail, operator, settings_of
 from api.cli.output import out
-from ledger.core.errors import LedgerError
+from ledger.core.errors import InvalidInput, LedgerError
 
 
 def init(
     ctx: typer.Context,
-    no_seed: Annotated[bool, typer.Option("--no-seed", help="skip the 10 constitutional memory blocks")] = False,
+    seed: Annotated[
+        bool, typer.Option("--seed/--no-seed", help="seed the 10 constitutional memory blocks (if none exist yet)")
+    ] = True,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="regenerate the constitution: restore the shipped blocks and archive amendments (recorded as you)",
+        ),
+    ] = False,
     self_text: Annotated[str | None, typer.Option("--self", help="add a self/context block: who the agent is")] = None,
 ) -> None:
     """Create the schema and receipt key, and seed the constitutional memory (all safe to run again)."""
     from api.bootstrap import initialise, redact
 
+    if force and not seed:
+        raise fail(InvalidInput("--force and --no-seed were both given", "send --force alone to regenerate"))
     settings = settings_of(ctx)
     try:
         ledger, report = initialise(settings)
     except LedgerError as exc:
         raise fail(exc) from exc
     try:
-        setup = ledger.setup_memory(operator(), identity=self_text, seed=not no_seed)
+        regenerated = ledger.regenerate_constitution(operator()) if force else None
+        setup = ledger.setup_memory(operator(), identity=self_text, seed=seed)
     except LedgerError as exc:
         raise fail(exc) from exc
     finally:
@@ -46,6 +58,14 @@ def init(
         f"memory     {len(setup.created)} block(s) created, {len(setup.already_present)} already present; "
         f"{setup.constitutional_blocks} constitutional"
     )
+    if regenerated is not None:
+        out.print(
+            f"constitution regenerated: {len(regenerated.restored)} restored, {len(regenerated.archived)} "
+            f"amendment(s) archived, {len(regenerated.created)} created, {len(regenerated.unchanged)} unchanged; "
+            f"{regenerated.constitutional_blocks} live constitutional block(s)"
+        )
+        for block_id in regenerated.forgotten:
+            out.print(f"not restored: {block_id} was forgotten (erased) by an administrator")
 
 
 def register(app: typer.Typer) -> None:

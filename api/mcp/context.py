@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -49,20 +49,35 @@ def _refuse_unstorable_text(data: Any) -> Any:
     return data
 
 
-def forbid_unknown_arguments(server: MCPServer) -> None:
+UNKNOWN_ARGUMENTS = "__unknown_arguments__"  # where a tool that takes unknown arguments finds them
+
+
+def forbid_unknown_arguments(server: MCPServer, answered_by_tool: Collection[str] = ()) -> None:
     """Make every tool reject arguments it does not declare (the SDK ignores them by default) and arguments
-    holding text the ledger cannot store."""
+    holding text the ledger cannot store.
+
+    The tools named in ``answered_by_tool`` answer unknown arguments themselves (the managed tools: their parameter
+    enforcement records the check and answers with a hint and an example): their function receives the unknown
+    arguments as a dict under :data:`UNKNOWN_ARGUMENTS`, and must wrap itself to take it."""
     for tool in server._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
-        strict = type(
-            base.__name__,
-            (base,),
-            {
-                # Built on the tool's first call, not at start-up: 21 validators cost ~0.1 s before `initialize`.
-                "model_config": ConfigDict(**{**base.model_config, "extra": "forbid", "defer_build": True}),
-                "__module__": base.__module__,
-                "refuse_unstorable_text": model_validator(mode="before")(_refuse_unstorable_text),
-            },
-        )
-        tool.fn_metadata.arg_model = strict
-        tool.parameters["additionalProperties"] = False
+        passes = tool.name in answered_by_tool
+        body: dict[str, Any] = {
+            # Built on the tool's first call, not at start-up: 21 validators cost ~0.1 s before `initialize`.
+            "model_config": ConfigDict(
+                **{**base.model_config, "extra": "allow" if passes else "forbid", "defer_build": True}
+            ),
+            "__module__": base.__module__,
+            "refuse_unstorable_text": model_validator(mode="before")(_refuse_unstorable_text),
+        }
+        if passes:
+            body["model_dump_one_level"] = _with_unknown(base)
+        tool.fn_metadata.arg_model = type(base.__name__, (base,), body)
+        tool.parameters["additionalProperties"] = False  # what to send stays the declared arguments
+
+
+def _with_unknown(base: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    def dump(self: Any) -> dict[str, Any]:
+        return {**base.model_dump_one_level(self), UNKNOWN_ARGUMENTS: dict(self.__pydantic_extra__ or {})}
+
+    return dump

@@ -6,21 +6,22 @@ made; a blocked call is a normal result with ``success: false`` and everything n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 
 from api.fields import described
-from api.mcp.context import ToolContext, ledger_call
+from api.mcp.context import UNKNOWN_ARGUMENTS, ToolContext, ledger_call
 from api.mcp.hints import writes
 from api.mcp.params import OPTIONAL_SESSION_ID
 from ledger.enforcement import limits
 from ledger.enforcement.guidance import PARAM_HINTS
 from ledger.workflow.report import ManagedResult
 
-# locals() of a tool also holds the closure variables it uses (tools, ledger).
+# locals() of a tool also holds the closure variables it uses (run).
 MANAGED_TOOLS = ("manage_task", "manage_context", "manage_subtask")
-_NOT_PARAMS = frozenset({"ctx", "action", "session_id", "tools", "ledger"})
+_NOT_PARAMS = frozenset({"ctx", "action", "session_id", "tools", "ledger", "run", UNKNOWN_ARGUMENTS})
 TASK_ACTION = described("create: a new task; update: report work on it; complete: finish it with a summary")
 CONTEXT_ACTION = described("update: set context fields (data); add_insight: an insight; add_progress: a progress note")
 SUBTASK_ACTION = described("create: a new subtask; update: report work on it; complete: finish it with a summary")
@@ -61,8 +62,15 @@ def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> No
 
 
 def register(mcp: MCPServer, tools: ToolContext) -> None:
-    """Add manage_task, manage_context and manage_subtask to the MCP server, their size limits published."""
+    """Add manage_task, manage_context and manage_subtask to the MCP server, their size limits published; unknown
+    arguments reach their enforcement (see :func:`_taking_unknown`)."""
     ledger = tools.ledger
+
+    def run(name: str, arguments: dict[str, Any]) -> ManagedResult:
+        params = _given(arguments) | (arguments.get(UNKNOWN_ARGUMENTS) or {})
+        who, sid = tools.actor(arguments["ctx"]), tools.optional_session(arguments.get("session_id"))
+        command = getattr(ledger, name)
+        return ledger_call(lambda: command(who, arguments["action"], params, sid))
 
     @mcp.tool(title="Manage a task", annotations=writes())
     def manage_task(
@@ -88,9 +96,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         """Create a task, report an update (work_notes, progress_made, files_modified), or complete it
         (completion_summary, testing_notes, files_created; a workflow transition in your session's role).
         Say what you did: calls without it are answered with a hint, an example and a corrected call."""
-        params = _given(dict(locals()))
-        who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return ledger_call(lambda: ledger.manage_task(who, action, params, sid))
+        return run("manage_task", dict(locals()))
 
     @mcp.tool(title="Manage a task's context", annotations=writes())
     def manage_context(
@@ -107,11 +113,10 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         percent_complete: int | None = None,
         session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> ManagedResult:
-        """Update a task's context (data), add an insight (insight, category, importance) or a progress note
-        (progress_made, next_steps, percent_complete)."""
-        params = _given(dict(locals()))
-        who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return ledger_call(lambda: ledger.manage_context(who, action, params, sid))
+        """Update a task's context (data; propagate_changes=true records it on the task's open subtasks too), add
+        an insight (insight, category, importance) or a progress note (progress_made, next_steps,
+        percent_complete)."""
+        return run("manage_context", dict(locals()))
 
     @mcp.tool(title="Manage a subtask", annotations=writes())
     def manage_subtask(
@@ -132,8 +137,22 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> ManagedResult:
         """Create a subtask of a task, report an update on it, or complete it (same reporting as manage_task)."""
-        params = _given(dict(locals()))
-        who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return ledger_call(lambda: ledger.manage_subtask(who, action, params, sid))
+        return run("manage_subtask", dict(locals()))
 
+    for name in MANAGED_TOOLS:
+        tool = mcp._tool_manager.get_tool(name)
+        assert tool is not None, name
+        tool.fn = _taking_unknown(name, run)
     publish_limits(mcp)
+
+
+def _taking_unknown(name: str, run: Callable[[str, dict[str, Any]], ManagedResult]) -> Callable[..., ManagedResult]:
+    """The tool's function as the server calls it: its declared arguments plus, under ``UNKNOWN_ARGUMENTS``, those
+    it does not declare (``forbid_unknown_arguments(..., answered_by_tool=MANAGED_TOOLS)``), all handed to the
+    ledger, whose enforcement answers unknown ones with a hint and an example and records the check."""
+
+    def fn(**arguments: Any) -> ManagedResult:
+        unknown = arguments.pop(UNKNOWN_ARGUMENTS, None) or {}
+        return run(name, arguments | {UNKNOWN_ARGUMENTS: unknown})
+
+    return fn

@@ -53,7 +53,8 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         session_id: Annotated[str | None, SESSION_ID] = None,
         category: Annotated[str | None, CATEGORY] = None,
     ) -> RememberResult:
-        """Store a memory block. Content that normalises to an existing block is rejected as a duplicate."""
+        """Store a memory block. Content that normalises to an existing block is rejected as a duplicate. The tag
+        self/constitutional is for administrators only (a person amends the constitution)."""
         who, sid = actor(ctx), session_of(session_id)
         return ledger_call(lambda: ledger.remember(who, content, tags or [], sid, category))
 
@@ -110,7 +111,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         session_id: Annotated[str | None, OPTIONAL_SESSION_ID] = None,
     ) -> SupersedeResult:
         """Replace a block that is out of date or wrong with a corrected text: search and recall find the new block
-        from now on; the old one keeps its history."""
+        from now on; the old one keeps its history. A constitutional block only an administrator replaces."""
         who, sid = actor(ctx), optional_session(session_id)
         return ledger_call(lambda: ledger.supersede(who, block_id, content, sid))
 

@@ -119,5 +119,5 @@ def build_mcp(
     resources.register(mcp, tools, checkpoint_file)
     for register in EXTENSIONS if extensions is None else extensions:
         register(mcp, tools)
-    forbid_unknown_arguments(mcp)
+    forbid_unknown_arguments(mcp, answered_by_tool=enforcement.MANAGED_TOOLS)
     return mcp

@@ -1,4 +1,5 @@
-"""REST routes of the Odyssean Anchor: submit a proof (``POST /anchors``) and lift a lock (admin)."""
+"""REST routes of the Odyssean Anchor: get a challenge (``POST /anchors/challenges``), submit a proof
+(``POST /anchors``) and lift a lock (admin)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import Field
 
 from api.fields import PROOF, SESSION_ID_FORM, TIER, session_id_field
 from api.rest.context import Caller, StrictBody
-from ledger.anchor.report import AnchorResult
+from ledger.anchor.report import AnchorChallengeResult, AnchorResult
 from ledger.service import Ledger
 from ledger.sessions.report import SessionState
 
@@ -21,13 +22,21 @@ class Anchor(StrictBody):
     tier: Annotated[str, TIER] = "default"
 
 
+class Challenge(StrictBody):
+    session_id: Annotated[str, session_id_field(f"the session_id POST /sessions returned ({SESSION_ID_FORM})")]
+
+
 class Unlock(StrictBody):
     reason: str = Field(description="why the session may try again (recorded in the ledger)")
 
 
 def router(ledger: Ledger) -> APIRouter:
-    """``POST /anchors`` and ``POST /admin/sessions/{id}/anchor/unlock``."""
+    """``POST /anchors/challenges``, ``POST /anchors`` and ``POST /admin/sessions/{id}/anchor/unlock``."""
     api = APIRouter()
+
+    @api.post("/anchors/challenges", response_model=AnchorChallengeResult, tags=["anchor"])
+    async def anchor_challenge(body: Challenge, who: Caller) -> Any:
+        return await who.run(lambda actor: ledger.anchor_challenge(actor, body.session_id))
 
     @api.post("/anchors", response_model=AnchorResult, tags=["anchor"])
     async def odyssean_anchor(body: Anchor, who: Caller) -> Any:

@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.auth import SCOPE_KEY, identity_from_headers
-from api.cors import ScopedCors
+from api.cors import PlainOptions, ScopedCors
 from api.ratelimit import RESPONSES as RATE_LIMITED
 from api.ratelimit import RateLimiter, limiter
 from api.responses import ERROR_RESPONSES
@@ -104,6 +104,8 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         app.add_middleware(RateLimit, limiter=limits, fallback_agent=settings.agent)  # type: ignore[arg-type]
     if settings.cors_origins:  # off by default; outside the key checks, so preflights never need an API key
         app.add_middleware(ScopedCors, origins=settings.cors_origins)  # type: ignore[arg-type]
+    else:  # OPTIONS on /mcp and /api/v1/ still answers 204 (with Allow, without CORS headers)
+        app.add_middleware(PlainOptions)
     app.add_middleware(RequestLog)  # outermost: every request gets an id and a log line
     return app
 

@@ -6,8 +6,11 @@ How the numbers are made:
   the process-global one, so several apps in one process (tests) each have their own series.
 * **Counters come from the log, not from this process.** Every scrape tails the ledger from a checkpoint
   (:class:`ledger.enforcement_report.LedgerCounts`, under a lock; only the event types counted) and renders
-  the totals: ``parameter_validation_total{tool,action,outcome}``, ``enforcement_applied_total{tool,action,
-  level}`` (the level each check was decided at), ``parameter_compliance_rate{tool,action}`` (valid checks ÷
+  the totals: ``parameter_validation_total{tool,action,result,outcome}`` (``result`` as seed 7.1:
+  ``success``/``failure``; ``outcome`` what was done), ``enforcement_applied_total{tool,action,level}`` (calls
+  blocked, by the level they were blocked at — seed 7.1's ``record_enforcement``), ``parameter_compliance_rate
+  {agent_id}`` (valid checks ÷ checks per agent, cut to :data:`AGENT_SERIES` agents plus ``other``),
+  ``parameter_compliance_rate_by_tool{tool,action}`` (valid checks ÷
   checks, every agent), and the gate's ``ledger_stamps_issued_total``, ``ledger_stamps_refused_total{reason}``,
   ``ledger_anchors_validated_total``, ``ledger_anchors_rejected_total``, ``ledger_anchor_lockouts_total``,
   ``ledger_task_transitions_total``, ``ledger_task_transitions_refused_total`` and
@@ -33,9 +36,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any, Final, get_args
+from typing import Annotated, Any, Final, get_args
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, exposition, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -46,6 +49,7 @@ from api.rest.context import Caller
 from ledger.core.events import RefusalReason
 from ledger.enforcement.decisions import EnforcementLevel, Outcome
 from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
+from ledger.enforcement.trends import TrendUnit
 from ledger.keys import access
 from ledger.service import Actor, Ledger
 
@@ -54,6 +58,28 @@ CONTENT_TYPE: Final[str] = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTE
 # Checks take well under a millisecond to a few milliseconds; 5 ms is the seed's p95 target.
 DURATION_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 OTHER: Final = "other"
+# parameter_compliance_rate{agent_id}: at most this many agents get a series of their own (the most checks first,
+# ties by name); the rest, and an agent literally named "other", are one series agent_id="other".
+AGENT_SERIES: Final = 20
+# Which result each outcome can carry: a check passes only as "passed" or, with no enforcement, "disabled".
+RESULTS: Final[Mapping[str, tuple[str, ...]]] = {
+    o: ("success",) if o == "passed" else ("success", "failure") if o == "disabled" else ("failure",)
+    for o in get_args(Outcome)
+}
+
+
+def agent_series(agents: Mapping[str, list[int]], limit: int | None = None) -> list[tuple[str, list[int]]]:
+    """The per-agent (checks, passed) cut to ``limit`` (default :data:`AGENT_SERIES`) series: the agents with the
+    most checks, then ``other``."""
+    limit = AGENT_SERIES if limit is None else limit
+    ranked = sorted(((n, a) for a, (n, _) in agents.items() if n and a != OTHER), key=lambda x: (-x[0], x[1]))
+    kept = {a for _, a in ranked[:limit]}
+    rest = [0, 0]
+    for agent, (checks, passed) in agents.items():
+        if agent not in kept:
+            rest = [rest[0] + checks, rest[1] + passed]
+    series = sorted((a, agents[a]) for a in kept)
+    return series + ([(OTHER, rest)] if rest[0] else [])
 
 
 class LedgerCollector(Collector):
@@ -85,36 +111,48 @@ class LedgerCollector(Collector):
         yield from families
 
     def _families(self) -> Iterator[Metric]:
-        outcomes: dict[tuple[str, ...], int] = {}
-        levels: dict[tuple[str, ...], int] = {}
+        results: dict[tuple[str, ...], int] = {}
+        applied: dict[tuple[str, ...], int] = {}
         rates: dict[tuple[str, str], list[int]] = {}
+        agents: dict[str, list[int]] = {}
         for tool, action in sorted(self.known):
-            outcomes |= {(tool, action, o): 0 for o in get_args(Outcome)}
-            levels |= {(tool, action, lv.value): 0 for lv in EnforcementLevel}
-        for (_, tool, action), cell in self.counts.checks.cells.items():
+            results |= {(tool, action, r, o): 0 for o, rs in RESULTS.items() for r in rs}
+            applied |= {(tool, action, lv.value): 0 for lv in EnforcementLevel}
+        for (agent, tool, action), cell in self.counts.checks.cells.items():
             t, a = self.label(tool, action)
-            for outcome, n in cell.outcomes.items():
-                outcomes[(t, a, outcome)] = outcomes.get((t, a, outcome), 0) + n
-            for level, n in cell.levels.items():
-                levels[(t, a, level)] = levels.get((t, a, level), 0) + n
+            for (outcome, result), n in cell.results.items():
+                results[(t, a, result, outcome)] = results.get((t, a, result, outcome), 0) + n
+            for level, n in cell.applied.items():
+                applied[(t, a, level)] = applied.get((t, a, level), 0) + n
             checks, passed = rates.setdefault((t, a), [0, 0])
             rates[(t, a)] = [checks + cell.stats.checks, passed + cell.stats.passed]
+            checks, passed = agents.setdefault(agent, [0, 0])
+            agents[agent] = [checks + cell.stats.checks, passed + cell.stats.passed]
 
         yield _counter(
             "parameter_validation_total",
-            "Parameter checks recorded, by outcome "
+            "Parameter checks recorded, by result (success|failure: were the parameters valid) and outcome "
             "(passed|disabled|recorded|warned|blocked|invalid_call|bypassed|oversized)",
-            ["tool", "action", "outcome"],
-            outcomes,
+            ["tool", "action", "result", "outcome"],
+            results,
         )
         yield _counter(
             "enforcement_applied_total",
-            "Parameter checks recorded, by the enforcement level they were decided at",
+            "Enforcement actions applied: calls blocked, by the enforcement level they were blocked at",
             ["tool", "action", "level"],
-            levels,
+            applied,
         )
-        rate = GaugeMetricFamily(
+        by_agent = GaugeMetricFamily(
             "parameter_compliance_rate",
+            f"Rate of compliant parameter provision per agent (valid checks / checks, every tool); the "
+            f'{AGENT_SERIES} agents with the most checks, the rest together as agent_id="{OTHER}"',
+            labels=["agent_id"],
+        )
+        for agent, (checks, passed) in agent_series(agents):
+            by_agent.add_metric([agent], passed / checks)
+        yield by_agent
+        rate = GaugeMetricFamily(
+            "parameter_compliance_rate_by_tool",
             "Share of recorded checks whose parameters were valid, every agent (tool/actions with checks only)",
             labels=["tool", "action"],
         )
@@ -194,9 +232,12 @@ def router(ledger: Ledger) -> APIRouter:
         agent: str | None = None,
         as_of: AsOf = None,
         position: Position = None,
+        trend: Annotated[TrendUnit, Query(description="bucket the report's trending by hour (24) or day (7)")] = "day",
     ) -> Any:
         return await who.run(
-            lambda actor: ledger.enforcement_report(access.report_agent(actor, agent), as_of=as_of, position=position)
+            lambda actor: ledger.enforcement_report(
+                access.report_agent(actor, agent), as_of=as_of, position=position, trend=trend
+            )
         )
 
     return api

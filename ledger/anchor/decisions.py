@@ -6,12 +6,21 @@ Nothing the caller sends can change the count: it is folded from the session's o
 
 from __future__ import annotations
 
+import datetime as _dt
+
 from pydantic import BaseModel
 
 from ledger.anchor.proof import MAX_RETRIES, AnchorValidation
 from ledger.core.errors import Conflict, InvalidInput, SessionLocked
-from ledger.core.events import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked, DomainEvent
-from projections.sessions import SessionView
+from ledger.core.events import (
+    AnchorAttempted,
+    AnchorChallengeIssued,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+    DomainEvent,
+)
+from projections.sessions import AnchorChallenge, SessionView
 
 MAX_ATTEMPTS = MAX_RETRIES + 1
 MAX_REASON_CHARS = 1000
@@ -61,8 +70,12 @@ class Enforcement(BaseModel):
 
     @classmethod
     def of(cls, view: SessionView, attempt: int) -> Enforcement:
-        left = 0 if view.anchor_locked else MAX_ATTEMPTS - view.anchor_attempt
-        return cls(attempt=attempt, retries_left=max(0, left), locked=view.anchor_locked)
+        """``retries_left`` counts retries, not attempts: the first attempt after a success or an unlock is not
+        a retry, so with no failure since (a fresh session, or just validated) it equals ``max_retries``; each
+        failure after the first uses one, and a lock leaves none."""
+        failures = view.anchor_attempt
+        left = 0 if view.anchor_locked else MAX_RETRIES - max(0, failures - 1)
+        return cls(attempt=attempt, retries_left=max(0, min(MAX_RETRIES, left)), locked=view.anchor_locked)
 
 
 def decide_attempt(
@@ -75,8 +88,10 @@ def decide_attempt(
     branch: str | None,
     phase: str | None,
     files: int,
+    challenge_id: str | None = None,
 ) -> list[DomainEvent]:
-    """Record the attempt; the third failure in a row also locks the session."""
+    """Record the attempt (with the challenge it answered, which it uses up); the third failure in a row also
+    locks the session."""
     attempt = view.anchor_attempt + 1
     events: list[DomainEvent] = [
         AnchorAttempted(
@@ -93,6 +108,7 @@ def decide_attempt(
             branch=branch,
             phase=phase,
             files=files,
+            challenge_id=challenge_id,
         )
     ]
     if not validation.validated and attempt >= MAX_ATTEMPTS:
@@ -112,3 +128,62 @@ def decide_unlock(view: SessionView, reason: str) -> list[DomainEvent]:
     if not view.anchor_locked:
         raise Conflict(f"session {view.session_id} is not locked", "only a locked session can be unlocked")
     return [AnchorUnlocked(session_id=view.session_id, reason=reason)]
+
+
+# --- challenges -----------------------------------------------------------------------------------------------
+
+NEW_CHALLENGE = "call anchor_challenge for a new challenge and answer that one"
+
+
+def decide_challenge(
+    view: SessionView, *, challenge_id: str, path: str, line: int, line_digest: str, expires_at: _dt.datetime
+) -> list[DomainEvent]:
+    """Issue a challenge; it replaces any earlier one of the session, answered or not."""
+    return [
+        AnchorChallengeIssued(
+            session_id=view.session_id,
+            challenge_id=challenge_id,
+            path=path,
+            line=line,
+            line_digest=line_digest,
+            expires_at=expires_at,
+        )
+    ]
+
+
+def open_challenge(view: SessionView, challenge_id: str, now: _dt.datetime) -> AnchorChallenge:
+    """The session's challenge named ``challenge_id``, if a proof may still answer it; otherwise the refusal.
+
+    Unknown, used, replaced and expired challenges are refused before anything is recorded: one challenge answers
+    one attempt, in the session it was issued to, before it expires."""
+    current = view.anchor_challenge
+    if current is None or current.challenge_id != challenge_id:
+        past = view.past_challenges.get(challenge_id)
+        if past == "used":
+            raise Conflict(f"challenge {challenge_id} was already answered by an earlier anchor attempt", NEW_CHALLENGE)
+        if past == "replaced":
+            newer = current.challenge_id if current is not None else "a newer one"
+            raise Conflict(f"challenge {challenge_id} was replaced by {newer}", f"answer {newer}, or {NEW_CHALLENGE}")
+        raise InvalidInput(f"challenge {challenge_id} was not issued to session {view.session_id}", NEW_CHALLENGE)
+    if current.used_position is not None:
+        raise Conflict(
+            f"challenge {challenge_id} was already answered by the anchor attempt at position {current.used_position}",
+            NEW_CHALLENGE,
+        )
+    if now >= current.expires_at:
+        raise Conflict(f"challenge {challenge_id} expired at {current.expires_at.isoformat()}", NEW_CHALLENGE)
+    return current
+
+
+def wrong_answer(challenge: AnchorChallenge, *, line_changed: bool) -> InvalidInput | Conflict:
+    """The refusal of an answer that does not match the line (which the message never shows)."""
+    where = f"line {challenge.line} of {challenge.path}"
+    if line_changed:
+        return Conflict(
+            f"{where} changed since challenge {challenge.challenge_id} was issued, so it can no longer be answered",
+            NEW_CHALLENGE,
+        )
+    return InvalidInput(
+        f"the answer to challenge {challenge.challenge_id} is not {where} as the ledger reads it",
+        f"read {where} in your working directory and quote it whole in CHALLENGE::{challenge.challenge_id}[...]",
+    )

@@ -1,15 +1,16 @@
-"""Anchor commands: validate an Odyssean Anchor proof against the authoritative project context, count and lock
-failed attempts, and let a person unlock a session.
+"""Anchor commands: issue a challenge, validate an Odyssean Anchor proof (and its answer to the challenge) against
+the authoritative project context, count and lock failed attempts, and let a person unlock a session.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ledger.anchor import challenge as challenges
 from ledger.anchor import decisions as anchoring
 from ledger.anchor import project as project_context
 from ledger.anchor import proof as anchor
-from ledger.anchor.report import AnchorResult
+from ledger.anchor.report import AnchorChallengeResult, AnchorResult, AnsweredChallenge
 from ledger.core.canonical import require_utf8
 from ledger.core.errors import InvalidInput
 from ledger.kernel import Actor, Kernel
@@ -17,6 +18,7 @@ from ledger.sessions import decisions as sessions
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.handlers import SessionCommands
 from ledger.sessions.report import SessionState
+from projections.sessions import SessionView
 
 
 class AnchorCommands:
@@ -42,6 +44,7 @@ class AnchorCommands:
             )
         sessions.check_role(role)
         require_utf8(proof_candidate, "proof")
+        answer = challenges.find_answer(proof_candidate)
 
         def attempt() -> AnchorResult:
             session = self.grants.open(actor, session_id, while_locked=True)  # a locked attempt is recorded
@@ -64,18 +67,25 @@ class AnchorCommands:
                     "clock in again with working_dir set to your project directory",
                 )
             root = Path(view.working_dir)
+            answered = None if answer is None else self._check_answer(view, root, answer)
             ctx = project_context.read_context(root, self.kernel.config.context_paths)
-            workspace = project_context.Workspace(root)
+            external = self.kernel.config.external_context
+            workspace = project_context.Workspace(root, external)
             validation = anchor.validate_proof(
                 proof_candidate,
                 role=role,
                 session_role=view.role,
                 tier=tier,
                 context=anchor.AuthoritativeContext(
-                    working_dir=ctx.working_dir, branch=ctx.branch, phase=ctx.phase, files=ctx.files
+                    working_dir=ctx.working_dir,
+                    branch=ctx.branch,
+                    phase=ctx.phase,
+                    files=ctx.files,
+                    external_context=tuple(external),
                 ),
                 check_citation=workspace.check_citation,
                 parent_exists=self.grants.exists,
+                challenge_required=self.kernel.config.anchor_challenge_required,
             )
             events = anchoring.decide_attempt(
                 view,
@@ -86,6 +96,7 @@ class AnchorCommands:
                 branch=ctx.branch,
                 phase=ctx.phase,
                 files=ctx.files,
+                challenge_id=None if answered is None else answered.challenge_id,
             )
             recorded, after = self.grants.append(actor, session, events)
             return AnchorResult(
@@ -96,8 +107,64 @@ class AnchorCommands:
                 enforcement=anchoring.Enforcement.of(after, view.anchor_attempt + 1),
                 warnings=validation.warnings,
                 template="" if validation.validated else validation.template,
+                challenge=answered,
                 session_id=session_id,
                 position=recorded[0].position,
+            )
+
+        return self.kernel.retrying(attempt)
+
+    def _check_answer(self, view: SessionView, root: Path, answer: challenges.Answer) -> AnsweredChallenge:
+        """The challenge the proof answers, if it is open and the quoted text is the line the server read."""
+        open_one = anchoring.open_challenge(view, answer.challenge_id, self.kernel.clock())
+        secret = self.kernel.key.secret
+        if not challenges.answers(secret, open_one.challenge_id, open_one.line_digest, answer.text):
+            now = challenges.read_line(root, open_one.path, open_one.line)
+            same = now is not None and challenges.answers(secret, open_one.challenge_id, open_one.line_digest, now)
+            raise anchoring.wrong_answer(open_one, line_changed=not same)
+        return AnsweredChallenge(challenge_id=open_one.challenge_id, path=open_one.path, line=open_one.line)
+
+    def challenge(self, actor: Actor, session_id: str) -> AnchorChallengeResult:
+        """Issue a challenge for the session's next proof: a line of a tracked file the server picks and reads."""
+
+        def attempt() -> AnchorChallengeResult:
+            session = self.grants.open(actor, session_id)
+            view = session.view
+            if not view.working_dir:
+                raise InvalidInput(
+                    "this session has no working directory to ask about",
+                    "clock in again with working_dir set to your project directory",
+                )
+            picked = challenges.pick_line(Path(view.working_dir))
+            if picked is None:
+                raise InvalidInput(
+                    f"the ledger found no line to ask about in {view.working_dir}: a challenge needs a git repository "
+                    f"with a tracked text file that has a line of {challenges.MIN_LINE_CHARS} or more characters",
+                    "commit such a file to the repository and ask again",
+                )
+            cid = challenges.new_challenge_id()
+            config = self.kernel.config
+            expires_at = self.kernel.clock() + config.anchor_challenge_ttl
+            events = anchoring.decide_challenge(
+                view,
+                challenge_id=cid,
+                path=picked.path,
+                line=picked.line,
+                line_digest=challenges.line_digest(self.kernel.key.secret, cid, picked.text),
+                expires_at=expires_at,
+            )
+            [rec], _ = self.grants.append(actor, session, events)
+            return AnchorChallengeResult(
+                challenge_id=cid,
+                session_id=session_id,
+                path=picked.path,
+                line=picked.line,
+                expires_at=expires_at,
+                answer_format=challenges.ANSWER_FORMAT.format(
+                    challenge_id=cid, text=f"the text of line {picked.line} of {picked.path}"
+                ),
+                required=config.anchor_challenge_required,
+                position=rec.position,
             )
 
         return self.kernel.retrying(attempt)

@@ -131,21 +131,26 @@ def read_context(working_dir: Path, context_paths: Sequence[str] = DEFAULT_CONTE
     return ProjectContext(str(root), branch, files, phase, tuple(found))
 
 
-def _git_status(root: Path) -> tuple[str | None, int]:
-    """Branch and entry count from ``git status --porcelain=v1 --branch``; (None, 0) when git cannot say."""
+def git_output(root: Path, *args: str) -> bytes | None:
+    """The standard output of ``git -C root ARGS`` (no shell, no prompt, a timeout); None when git fails."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_OPTIONAL_LOCKS"] = "0"  # a reader must not take index.lock from under the agent's own git
-    command = ["git", "-C", str(root), "-c", "core.fsmonitor=false", "status", "--porcelain=v1", "--branch"]
-    command.append("--untracked-files=normal")
+    command = ["git", "-C", str(root), "-c", "core.fsmonitor=false", *args]
     try:
         done = subprocess.run(
             command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
         )
     except (OSError, subprocess.SubprocessError):  # git missing, not executable, or too slow
-        return None, 0
-    lines = done.stdout.decode("utf-8", "replace").splitlines()
-    if done.returncode != 0 or not lines:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _git_status(root: Path) -> tuple[str | None, int]:
+    """Branch and entry count from ``git status --porcelain=v1 --branch``; (None, 0) when git cannot say."""
+    out = git_output(root, "status", "--porcelain=v1", "--branch", "--untracked-files=normal")
+    lines = out.decode("utf-8", "replace").splitlines() if out is not None else []
+    if not lines:
         return None, 0
     return _branch_from(lines[0]), sum(1 for entry in lines[1:] if entry.strip())
 
@@ -165,7 +170,7 @@ def _branch_from(header: str) -> str | None:
 
 
 def _phase_in(real: str) -> str | None:
-    data = _read_head(real, MAX_CONTEXT_BYTES)
+    data = read_head(real, MAX_CONTEXT_BYTES)
     if data is None:
         return None
     for match in _PHASE.finditer(data.decode("utf-8-sig", "replace")):
@@ -179,10 +184,36 @@ def _phase_in(real: str) -> str | None:
 
 
 class Workspace:
-    """File checks confined to one working directory (no existence oracle outside it)."""
+    """File checks confined to one working directory and the allowed external context (no existence oracle
+    outside them).
 
-    def __init__(self, root: Path) -> None:
+    ``external`` lists absolute paths — directories or single documents — that a CTX citation may also name, by
+    absolute path (``LEDGER_EXTERNAL_CONTEXT``). A relative citation is always relative to the working directory.
+    """
+
+    def __init__(self, root: Path, external: Sequence[str] = ()) -> None:
         self.root = Path(os.path.realpath(root))
+        entries = [e for e in external if isinstance(e, str) and os.path.isabs(e) and "\x00" not in e]
+        # lexical forms (as configured, and resolved) for the check before the file system is touched
+        self._lexical = tuple({os.path.normpath(e) for e in entries} | {os.path.realpath(e) for e in entries})
+        self._allowed = (self.root, *(Path(os.path.realpath(e)) for e in entries))
+        self.outside = "is outside the session's working directory" + (
+            " and the allowed external context" if entries else ""
+        )
+
+    def _resolve_absolute(self, path: str) -> str | None:
+        """The real path of an absolute citation inside the working directory or an allowed external entry.
+
+        Lexically inside first (nothing outside is touched), then with symlinks resolved."""
+        lexical = os.path.normpath(path)
+        inside = (str(self.root), *self._lexical)
+        if not any(lexical == e or lexical.startswith(e.rstrip("/") + "/") for e in inside):
+            return None
+        try:
+            real = Path(os.path.realpath(lexical))
+        except (OSError, ValueError):
+            return None
+        return str(real) if any(real == a or real.is_relative_to(a) for a in self._allowed) else None
 
     def resolve(self, path: str) -> str | None:
         """The real path of ``path`` (relative to the root) if it stays inside the root, else None.
@@ -208,21 +239,24 @@ class Workspace:
         return real if Path(real).is_relative_to(self.root) else None
 
     def check_citation(self, path: str, line: int) -> str | None:
-        """None if ``path`` exists inside the root and, when it is a file, has at least ``line`` lines.
+        """None if ``path`` exists inside the root (or, given as an absolute path, inside an allowed external
+        entry) and, when it is a file, has at least ``line`` lines.
 
-        Otherwise a message naming the problem. Every path that leaves the root gets the same message,
-        whether or not its target exists. A directory is fine for any line.
+        Otherwise a message naming the problem. Every path that leaves the root and the external entries gets
+        the same message, whether or not its target exists. A directory is fine for any line.
         """
         shown = _shown(path)
         if isinstance(path, str) and not path.strip():
             return "CTX: names no path"
-        real = self.resolve(path)
+        absolute = isinstance(path, str) and "\x00" not in path and os.path.isabs(path)
+        real = self._resolve_absolute(path) if absolute else self.resolve(path)
         if real is None:
-            return f"CTX:{shown} is outside the session's working directory"
+            return f"CTX:{shown} {self.outside}"
         try:
             mode = os.stat(real).st_mode
         except (OSError, ValueError):
-            return f"CTX:{shown} does not exist in the working directory"
+            where = "" if absolute else " in the working directory"
+            return f"CTX:{shown} does not exist{where}"
         if stat.S_ISDIR(mode):
             return None
         if not stat.S_ISREG(mode):
@@ -270,7 +304,8 @@ def _is_regular(real: str) -> bool:
         return False
 
 
-def _read_head(real: str, limit: int) -> bytes | None:
+def read_head(real: str, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes from the start of a regular file (never a FIFO, never a swapped-in link); None if not."""
     fd = _open_regular(real)
     if fd is None:
         return None

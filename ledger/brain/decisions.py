@@ -156,14 +156,27 @@ def classify(prompt: str) -> Classification:
     return Classification("statement", "a declarative statement of more than 50 characters")
 
 
-def contribution_refusal(classification: Classification) -> InvalidInput:
-    """The error for a contribution that would not be stored, saying what to send instead."""
-    return InvalidInput(
-        f"the prompt is not stored as a thought: {classification.reason}",
-        f"send one declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters that stands on its own "
-        "(not a question or follow-up), e.g. 'Role separation keeps reviewers independent of implementers.'; "
-        "use query_brain to ask",
-    )
+# What contribute_to_brain answers first (seed 003, brain-mcp.ts), then the answer itself.
+STORED_MESSAGE = "Thought stored successfully."
+NOT_STORED_MESSAGE = "Not stored (too short or interrogative). Still retrieved related thoughts:"
+DUPLICATE_MESSAGE = "Not stored (this thought is already in the brain). Still retrieved related thoughts:"
+
+
+def check_contribution_length(prompt: str) -> None:
+    """``contribute_to_brain`` takes more than 50 characters (the seed's ``z.string().min(51)``), as published."""
+    if len(prompt) <= MIN_CONTRIBUTION_CHARS:
+        raise InvalidInput(
+            f"the prompt is {len(prompt)} characters, not longer than {MIN_CONTRIBUTION_CHARS}",
+            f"send one declarative statement of more than {MIN_CONTRIBUTION_CHARS} characters, e.g. 'Role "
+            "separation keeps reviewers independent of implementers.'; use query_brain to ask",
+        )
+
+
+def contribution_message(contribution: Literal["stored", "duplicate", "not_stored"]) -> str:
+    """The seed's first line of a ``contribute_to_brain`` answer; a duplicate gets its own (true) reason."""
+    if contribution == "stored":
+        return STORED_MESSAGE
+    return DUPLICATE_MESSAGE if contribution == "duplicate" else NOT_STORED_MESSAGE
 
 
 def check_prompt(prompt: str) -> str:

@@ -66,19 +66,21 @@ class BrainCommands:
     ) -> BrainAnswer:
         """Retrieve the thoughts related to ``prompt`` and, if it is a declarative statement, store it.
 
-        ``contribute=True`` (the ``contribute_to_brain`` tool) refuses a prompt that would not be stored, before
-        anything is recorded. Bad input (empty or over-long prompt, unknown, closed or another agent's session)
-        raises before anything is recorded.
+        ``contribute=True`` (the ``contribute_to_brain`` tool) refuses a prompt of 50 characters or fewer (the
+        seed's schema) and adds the seed's ``message``: whether the thought was stored; a prompt that is not
+        stored (a question, a follow-up) still retrieves. The ``context`` is stored with a thought as its
+        provenance. Bad input (empty or over-long prompt, unknown, closed or another agent's session) raises
+        before anything is recorded.
         """
         # A brain call is several appends (clock-in, search, remember): every argument is checked before the first.
         require_clean({"prompt": prompt, "context": context, "session_id": session_id, "agent_name": agent_name})
+        if contribute and isinstance(prompt, str):
+            brain.check_contribution_length(prompt)
         prompt = brain.check_prompt(prompt)
         context = brain.check_context(context)
         agent_name = brain.check_agent_name(agent_name)
         check_agent(actor.agent)
         kind = brain.classify(prompt)
-        if contribute and not kind.is_contribution:
-            raise brain.contribution_refusal(kind)
         query = brain.retrieval_query(prompt, context)
         opened = session_id is None
         if session_id is None:
@@ -89,7 +91,9 @@ class BrainCommands:
         contribution: Contribution = "not_stored"
         thought_id: str | None = None
         if kind.is_contribution:
-            stored = self.memory.remember(actor, prompt, [brain.THOUGHT_TAG], session_id, brain.THOUGHT_CATEGORY)
+            stored = self.memory.remember(
+                actor, prompt, [brain.THOUGHT_TAG], session_id, brain.THOUGHT_CATEGORY, context=context
+            )
             thought_id = stored.block_id
             contribution = "stored" if stored.status == "created" else "duplicate"
 
@@ -102,6 +106,7 @@ class BrainCommands:
                         thought_id=hit.block_id,
                         content=hit.content,
                         contributor=traffic.contributors.get(hit.block_id),
+                        context=traffic.provenance.get(hit.block_id),
                         tags=hit.tags,
                         score=hit.score,
                         retrievals=t.retrievals,
@@ -123,6 +128,7 @@ class BrainCommands:
 
         reason = kind.reason if contribution != "duplicate" else "the same statement is already a thought"
         return BrainAnswer(
+            message=brain.contribution_message(contribution) if contribute else None,
             result=BrainResult(
                 response=brain.summary(
                     retrieved=[s.content for s in sources],

@@ -18,6 +18,9 @@ class ThoughtSource(BaseModel):
     thought_id: str
     content: str
     contributor: str | None = Field(None, description="the agent that stored the thought (None: before any agent)")
+    context: str | None = Field(
+        None, description="provenance: what the contributor was working on when it stored the thought (if it said)"
+    )
     tags: list[str]
     score: float
     retrievals: int = Field(description="how often searches have returned this thought, this one included")
@@ -68,6 +71,13 @@ class BrainTrace(BaseModel):
 
 
 class BrainAnswer(BaseModel):
+    message: str | None = Field(
+        None,
+        description=(
+            "contribute_to_brain only: 'Thought stored successfully.' or 'Not stored (too short or interrogative). "
+            "Still retrieved related thoughts:' (the seed's texts)"
+        ),
+    )
     result: BrainResult
     trace: BrainTrace
 

@@ -35,6 +35,11 @@ COUNTED_TYPES: Final = (*CHECK_TYPES, *GATE_TYPES)  # what LedgerCounts folds
 Key = tuple[str, str, str]  # (agent, tool, action)
 
 
+def result(passed: bool) -> str:
+    """Seed 7.1's ``result`` label: ``success`` when the parameters were valid, else ``failure``."""
+    return "success" if passed else "failure"
+
+
 @dataclass
 class CheckCell:
     """The recorded checks of one (agent, tool, action)."""
@@ -45,6 +50,10 @@ class CheckCell:
     levels: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
     invalid: Counter[str] = field(default_factory=Counter)
+    results: Counter[tuple[str, str]] = field(default_factory=Counter)  # (outcome, success|failure)
+    applied: Counter[str] = field(default_factory=Counter)  # blocked calls, by the level they were blocked at
+    timed: int = 0  # checks that carry a duration (v2 events)
+    duration_ms: float = 0.0  # their sum
 
     def add(self, e: ParameterChecked) -> None:
         self.stats = enf_proj.evolve(self.stats, e.passed)
@@ -53,6 +62,12 @@ class CheckCell:
         self.levels[e.level] += 1
         self.missing.update(e.missing)
         self.invalid.update(list(e.invalid))  # the parameter names
+        self.results[(e.outcome, result(e.passed))] += 1
+        if not e.allowed:
+            self.applied[e.level] += 1
+        if e.duration_ms is not None:
+            self.timed += 1
+            self.duration_ms += e.duration_ms
 
     def merge(self, other: CheckCell) -> None:
         """Add another cell's counts (for sums over agents; ``consecutive_failures`` is not summed)."""
@@ -64,6 +79,10 @@ class CheckCell:
         self.levels.update(other.levels)
         self.missing.update(other.missing)
         self.invalid.update(other.invalid)
+        self.results.update(other.results)
+        self.applied.update(other.applied)
+        self.timed += other.timed
+        self.duration_ms += other.duration_ms
 
 
 @dataclass

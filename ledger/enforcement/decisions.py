@@ -33,6 +33,9 @@ Choices where the seed is silent (documented in docs/ENFORCEMENT.md):
 * **Progressive enforcement** (4.2) uses the whole history, as the seed does (no sliding window), and reads
   the seed's ``warning_threshold`` / ``strict_threshold`` (8.2) as the number of recorded checks before the
   level may rise to warning / strict; with no checks the base level holds.
+* **Conditions** (seed 4.1's ``applies_to``): a rule's ``conditions`` may test only facts the server derives —
+  ``agent_id``, ``source``, ``role`` (the session's), ``task_type`` (the task's) — never a tool argument; when no
+  conditioned rule applies, the tool/action's unconditional rule (else ``default_level``) does.
 * **Rollout**: an agent's bucket is ``sha256(agent) mod 100``; agents outside the percentage get
   ``disabled`` (the seed defines no fallback level). A per-agent ``level`` overrides every rule's level.
 """
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -93,6 +96,7 @@ __all__ = [
     "PARAM_HINTS",
     "SCHEMAS",
     "TEMPLATES",
+    "WARNING_LEVEL",
     "AgentRollout",
     "AgentToolStats",
     "CompletionParams",
@@ -133,6 +137,9 @@ __all__ = [
     "suggested_correction",
     "validate",
 ]
+
+
+WARNING_LEVEL: Final = "medium"  # seed 6.2's build_warning_response: the warning_level of an allowed call's warning
 
 
 # --- the decision (seed 2.2, 6.2) -----------------------------------------------------------------------------
@@ -201,7 +208,9 @@ def decide(rule: Rule | None, level: EnforcementLevel, validation: Validation) -
     if level is EnforcementLevel.SOFT:
         return Decision(True, level, "recorded", False)
     if level is EnforcementLevel.WARNING:
-        warning = f"{name} was allowed without the context it needs ({validation.error}); strict enforcement blocks it"
+        said = "; ".join(validation.invalid_parameters.values())  # the checks' own words (seed 5.2's texts)
+        what = f"{validation.error} — {said}" if said else validation.error
+        warning = f"{name} was allowed without the context it needs ({what}); strict enforcement blocks it"
         lines = tuple(f"{p}: {param_hint(p)}" for p in (*validation.missing_parameters, *validation.invalid_parameters))
         return Decision(True, level, "warned", False, context_warning=warning, suggestions=lines)
     error = f"{name} blocked by strict parameter enforcement: {validation.error}"

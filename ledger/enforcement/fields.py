@@ -59,10 +59,12 @@ def placeholder_problem(text: str) -> str | None:
 # --- field types ----------------------------------------------------------------------------------------------
 
 
-def _prose(min_words: int, too_brief: str) -> Callable[[str], str]:
+def _prose(min_words: int, too_brief: str, subject: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if problem := placeholder_problem(value):
-            raise ValueError(f"contains {problem} - replace it with the real content")
+            # seed 5.2's text ("Work notes contain placeholder text"), then which placeholder and what to do
+            detail = problem.removeprefix("placeholder text").strip()
+            raise ValueError(f"{subject} placeholder text {detail} - replace it with the real content")
         words = len(value.split())
         if words < min_words:
             raise ValueError(f"{too_brief} (at least {min_words} words, got {words})")
@@ -113,7 +115,7 @@ def _relative_path(value: str) -> str:
     if reason is None and not parts:
         reason = "names no file"
     if reason is not None:
-        raise ValueError(f"Invalid file path: {value!r} {reason}; list paths relative to the repository root")
+        raise ValueError(f"Invalid file path: {value} ({reason}); list paths relative to the repository root")
     return "/".join(parts)
 
 
@@ -150,30 +152,42 @@ def _title(value: str) -> str:
     return title
 
 
-def _text(min_words: int, too_brief: str) -> AfterValidator:
-    return AfterValidator(_prose(min_words, too_brief))
+def _text(min_words: int, too_brief: str, subject: str) -> AfterValidator:
+    return AfterValidator(_prose(min_words, too_brief, subject))
 
 
 WorkNotes = Annotated[
-    str, Field(min_length=10, max_length=1000), _text(3, "Work notes too brief - describe what you did")
+    str,
+    Field(min_length=10, max_length=1000),
+    _text(3, "Work notes too brief - describe what you did", "Work notes contain"),
 ]
 ProgressText = Annotated[
-    str, Field(min_length=10, max_length=500), _text(3, "Progress too brief - say what concretely moved forward")
+    str,
+    Field(min_length=10, max_length=500),
+    _text(3, "Progress too brief - say what concretely moved forward", "Progress contains"),
 ]
 TestingNotes = Annotated[
-    str, Field(min_length=10, max_length=1000), _text(3, "Testing notes too brief - say what was tested and how")
+    str,
+    Field(min_length=10, max_length=1000),
+    _text(3, "Testing notes too brief - say what was tested and how", "Testing notes contain"),
 ]
 Description = Annotated[
-    str, Field(min_length=20, max_length=2000), _text(3, "Description too brief - say what the task is for")
+    str,
+    Field(min_length=20, max_length=2000),
+    _text(3, "Description too brief - say what the task is for", "Description contains"),
 ]
 InsightText = Annotated[
-    str, Field(min_length=10, max_length=1000), _text(3, "Insight too brief - say what was learned")
+    str, Field(min_length=10, max_length=1000), _text(3, "Insight too brief - say what was learned", "Insight contains")
 ]
-Blocker = Annotated[str, Field(min_length=10, max_length=500), _text(3, "Blocker too brief - say what blocks the work")]
+Blocker = Annotated[
+    str,
+    Field(min_length=10, max_length=500),
+    _text(3, "Blocker too brief - say what blocks the work", "Blocker contains"),
+]
 CompletionSummary = Annotated[
     str,
     Field(min_length=20, max_length=2000),
-    _text(5, "Summary too brief - provide more detail"),
+    _text(5, "Summary too brief - provide more detail", "Completion summary contains"),
     AfterValidator(_summary_quality),
 ]
 RelativePath = Annotated[str, AfterValidator(_relative_path)]

@@ -22,7 +22,8 @@ PARAM_HINTS: Final[Mapping[str, str]] = {
     "blockers": "List what blocks the work, one item each (e.g., ['Waiting for the staging API key'])",
     "description": "Describe what the task is for and what done looks like (min 20 chars)",
     "data": "Send the context fields to set as an object (e.g., {'auth_strategy': 'JWT in httpOnly cookies'})",
-    "propagate_changes": "true to pass the update on to dependent tasks, else false",
+    "propagate_changes": "true to record the update on the task's open subtasks too (the tasks that depend on it), "
+    "else false",
     "insight": "Describe what you learned that others should know (min 10 chars)",
     "category": "One of technical, pattern, risk, decision, lesson",
     "importance": "One of low, medium, high, critical",

@@ -15,13 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.errors import InvalidInput
+from ledger.core.errors import InvalidInput, LedgerError
 from ledger.core.events import ParameterChecked, TaskWorkRecorded
 from ledger.enforcement import decisions as enf
 from ledger.enforcement import limits
 from ledger.enforcement.report import EnforcementReport, enforcement_report
+from ledger.enforcement.trends import TrendUnit
 from ledger.kernel import Actor, Kernel
-from ledger.sessions.grants import SessionGrants
+from ledger.sessions.grants import SessionGrant, SessionGrants
 from ledger.workflow import decisions as wf
 from ledger.workflow.handlers import WorkflowCommands
 from ledger.workflow.report import ManagedResult, TaskInfo
@@ -59,10 +60,16 @@ class EnforcementCommands:
         self.check_observers: list[CheckObserver] = []
 
     def report(
-        self, agent: str | None = None, *, as_of: _dt.datetime | None = None, position: int | None = None
+        self,
+        agent: str | None = None,
+        *,
+        as_of: _dt.datetime | None = None,
+        position: int | None = None,
+        trend: TrendUnit = "day",
     ) -> EnforcementReport:
-        """The enforcement report now, or replayed to a time or position; ``agent`` limits it to that agent."""
-        return enforcement_report(self.kernel, agent, as_of=as_of, position=position)
+        """The enforcement report now, or replayed to a time or position; ``agent`` limits it to that agent;
+        ``trend`` buckets its ``trending`` by hour or day."""
+        return enforcement_report(self.kernel, agent, as_of=as_of, position=position, trend=trend)
 
     def enforcement_stats(self, agent: str) -> Stats:
         """The agent's check stats per (tool, action), caught up with its stream."""
@@ -97,17 +104,23 @@ class EnforcementCommands:
         start = time.perf_counter()
         too_big = limits.oversized(params)
         rules = self.kernel.config.enforcement_rules
-        rule = rules.rule_for(tool, action, actor.agent)
         stream = enf_proj.STREAM_PREFIX + actor.agent
 
         def attempt() -> Check:
+            began = time.perf_counter()
             session = self.grants.open_if(actor, session_id)
+            rule = rules.rule_for(tool, action, actor.agent, self._rule_context(actor, tool, action, params, session))
             version, stats = self._stats(actor.agent)
             base = rule.level if rule is not None else enf.EnforcementLevel.DISABLED
             validation: enf.Validation | None = None
             error: str | None = None
             if too_big:
-                level = rules.level_for(tool, action, actor.agent, stats.get((tool, action), enf_proj.AgentToolStats()))
+                current = stats.get((tool, action), enf_proj.AgentToolStats())
+                level = (
+                    enf.effective_level(rule.level, current.checks, current.passed, rules.progressive)
+                    if rule is not None
+                    else enf.EnforcementLevel.DISABLED
+                )
                 decision = enf.decide_oversized(tool, action, level, params, too_big)
             else:
                 validation, decision, error = _decide(rule, rules, tool, action, params, stats)
@@ -128,6 +141,8 @@ class EnforcementCommands:
                 task_id=task_id if isinstance(task_id, str) and len(task_id) <= limits.MAX_ID_CHARS else None,
                 session_id=session.session_id if session is not None else None,
                 error=limits.clip(error) if error else None,
+                # validating and deciding, as the seed's record_validation times it (not the append itself)
+                duration_ms=round((time.perf_counter() - began) * 1000, 3),
             )
             [rec] = self.kernel.append(actor, stream, version, [event], self.grants.meta(actor, session))
             return Check(decision, validation, base, rec.position)
@@ -136,6 +151,26 @@ class EnforcementCommands:
         for observe in self.check_observers:
             observe(tool, action, time.perf_counter() - start)
         return check
+
+    def _rule_context(
+        self, actor: Actor, tool: str, action: str, params: Mapping[str, Any], session: SessionGrant | None
+    ) -> dict[str, Any]:
+        """What a rule's ``conditions`` may test (``ledger.enforcement.rules.CONTEXT_KEYS``), derived by the server:
+        the agent and front end from the credential, the role from the session, the task's type from the ledger
+        (for ``create``, the type asked for). Looked up only when some rule tests it."""
+        context: dict[str, Any] = {"agent_id": actor.agent, "source": actor.source}
+        context["role"] = session.view.role if session is not None else None
+        rules = self.kernel.config.enforcement_rules
+        task_id = params.get("task_id")
+        if rules.uses("task_type") and isinstance(task_id, str):
+            if (tool, action) == ("manage_task", "create"):
+                context["task_type"] = params.get("task_type") or "task"
+            else:
+                try:
+                    context["task_type"] = self.tasks.task_view(task_id)[2].task_type
+                except LedgerError:
+                    context["task_type"] = None  # no such task: the check itself says what is wrong
+        return context
 
     # --- the managed tools ----------------------------------------------------------------------------------------
 
@@ -185,8 +220,40 @@ class EnforcementCommands:
         if not check.decision.allow:
             return _blocked(check)
         data = _given(check, params)
-        task = self._record_work(actor, str(data["task_id"]), "manage_context", action, None, _context(data))
+        task_id = str(data["task_id"])
+        if action == "update" and data.get("propagate_changes") is True:
+            task, subtasks = self._propagate(actor, task_id, _context(data))
+            return _allowed(check, task, propagated_to=subtasks)
+        task = self._record_work(actor, task_id, "manage_context", action, None, _context(data))
         return _allowed(check, task)
+
+    def _propagate(self, actor: Actor, task_id: str, params: Mapping[str, Any]) -> tuple[TaskInfo, list[str]]:
+        """``manage_context(update, propagate_changes=true)``: the update recorded on the task and, in the same
+        append, on each of its open subtasks (the tasks that depend on it; the workflow knows no other
+        dependency). Returns the task and the subtasks it reached."""
+
+        def attempt() -> tuple[TaskInfo, list[str]]:
+            stream, version, view = self.tasks.task_view(task_id)
+            if view.status in wf.TERMINAL:
+                raise InvalidInput(f"task {task_id} is {view.status}", "report work on an open task")
+            reached = sorted(sub for sub, status in view.subtasks.items() if status != "complete")
+            events = [TaskWorkRecorded(task_id=task_id, tool="manage_context", action="update", params=dict(params))]
+            events += [
+                TaskWorkRecorded(
+                    task_id=task_id, tool="manage_context", action="update", subtask_id=sub,
+                    params={**params, "propagated_from": task_id},
+                )
+                for sub in reached
+            ]  # fmt: skip
+            recorded = self.kernel.append(actor, stream, version, events, self.kernel.meta(actor))
+            after = view
+            for rec in recorded:
+                folded = task_proj.evolve(after, rec)
+                assert folded is not None
+                after = folded
+            return self.tasks.info(after), reached
+
+        return self.kernel.retrying(attempt)
 
     def manage_subtask(
         self, actor: Actor, action: str, params: Mapping[str, Any], session_id: str | None = None
@@ -258,10 +325,13 @@ def _decide(
 
 
 def _given(check: Check, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The cleaned parameters when they validated, else the caller's own (a soft or warning level let it by)."""
+    """The cleaned parameters when they validated, else the caller's own (a soft or warning level let it by), less
+    any its schema does not declare (only ``disabled`` lets such a call by, and nothing undeclared is recorded)."""
     if check.validation is not None and check.validation.success:
         return dict(check.validation.data)
-    given = {k: v for k, v in params.items() if k not in enf.ENVELOPE}
+    declared = enf.SCHEMAS.get(check.validation.tool if check.validation else "", {})
+    fields = declared.get(check.validation.action if check.validation else "")
+    given = {k: v for k, v in params.items() if k not in enf.ENVELOPE and (fields is None or k in fields.model_fields)}
     if not isinstance(given.get("task_id"), str):
         raise InvalidInput("task_id is missing", "send the id of the task, e.g. 'memory-gate-42'")
     return given
@@ -281,7 +351,9 @@ def _blocked(check: Check) -> ManagedResult:
     return ManagedResult(**response.model_dump(), base_level=check.base_level.value, check_position=check.position)
 
 
-def _allowed(check: Check, task: TaskInfo, refused: list[str] | None = None) -> ManagedResult:
+def _allowed(
+    check: Check, task: TaskInfo, refused: list[str] | None = None, propagated_to: list[str] | None = None
+) -> ManagedResult:
     d = check.decision
     return ManagedResult(
         success=refused is None,
@@ -289,7 +361,9 @@ def _allowed(check: Check, task: TaskInfo, refused: list[str] | None = None) -> 
         enforcement_level=d.level.value,
         base_level=check.base_level.value,
         context_warning=d.context_warning,
+        warning_level=enf.WARNING_LEVEL if d.context_warning else None,
         suggestions=list(d.suggestions),
+        propagated_to=propagated_to,
         task=task,
         check_position=check.position,
     )

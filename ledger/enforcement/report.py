@@ -14,7 +14,8 @@ Definitions (where the seed is silent):
   ``by_outcome`` keeps the exact split.
 * **current level** of an agent for a tool/action = :func:`ledger.enforcement.effective_level` of the rule the
   server has loaded *now* (rules are configuration, not events) and the agent's checks up to the report's
-  position: what its next call would meet under today's rules.
+  position: what its next call would meet under today's rules (a rule with ``conditions`` counts here only when
+  they test nothing but ``agent_id``: role and task type belong to a call).
 * **problem areas** = tool/actions (all agents together) and agent/tool/actions whose compliance rate is below
   :data:`PROBLEM_THRESHOLD` (0.5, seed §7.2), worst first, with their counts and most-missing parameters.
 """
@@ -27,12 +28,13 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from ledger.enforcement.counts import CHECK_TYPES, CheckCell, CheckTally, fold_checks
+from ledger.enforcement.counts import CHECK_TYPES, CheckCell, CheckTally
 
 # The folds, re-exported for ``/metrics``.
 from ledger.enforcement.counts import COUNTED_TYPES as COUNTED_TYPES
 from ledger.enforcement.counts import LedgerCounts as LedgerCounts
 from ledger.enforcement.decisions import EnforcementLevel, RuleSet, effective_level
+from ledger.enforcement.trends import MIN_CHECKS, ImprovingAgent, TimeTally, Trending, TrendUnit
 from projections import enforcement as enf_proj
 
 if TYPE_CHECKING:
@@ -66,6 +68,11 @@ class EnforcementTotals(BaseModel):
     oversized: int = Field(0, description="calls refused for exceeding the hard size limits (at every level)")
     disabled: int
     compliance_rate: float | None
+    avg_duration_ms: float | None = Field(
+        None,
+        description="mean time to validate and decide a check (seed 7.2); checks recorded before it was timed "
+        "are left out; null with none",
+    )
 
 
 class ToolActionSummary(BaseModel):
@@ -134,9 +141,17 @@ class EnforcementReport(BaseModel):
     problem_threshold: float = PROBLEM_THRESHOLD
     totals: EnforcementTotals
     by_level: dict[str, int] = Field(description="checks per enforcement level applied")
+    applied_by_level: dict[str, int] = Field(
+        default_factory=dict,
+        description="enforcement applied (calls blocked) per level, as enforcement_applied_total counts it",
+    )
     by_tool: list[ToolActionSummary]
     by_agent: list[AgentSummary]
     problem_areas: list[ProblemArea]
+    trending: Trending = Field(description="compliance per hour or day over the window ending at the report's moment")
+    improving_agents: list[ImprovingAgent] = Field(
+        description=f"agents complying more inside the trend window than before it (at least {MIN_CHECKS} checks each)"
+    )
 
 
 def _top(counter: Counter[str]) -> list[ParameterCount]:
@@ -158,10 +173,14 @@ def summarise(
     rules: RuleSet,
     *,
     position: int,
+    now: _dt.datetime,
+    times: TimeTally | None = None,
+    trend: TrendUnit = "day",
     as_of: _dt.datetime | None = None,
     agent: str | None = None,
 ) -> EnforcementReport:
-    """Build the report from folded checks (only ``agent``'s when given) and the rules loaded now."""
+    """Build the report from folded checks (only ``agent``'s when given) and the rules loaded now; ``times`` (the
+    same checks by hour) gives the trend over the window ending at ``as_of`` or else ``now``."""
     cells = {k: c for k, c in tally.cells.items() if agent is None or k[0] == agent}
     total = CheckCell()
     for cell in cells.values():
@@ -180,6 +199,7 @@ def summarise(
         oversized=total.outcomes["oversized"],
         disabled=total.outcomes["disabled"],
         compliance_rate=_rate(passed, checks),
+        avg_duration_ms=round(total.duration_ms / total.timed, 3) if total.timed else None,
     )
 
     scoped = CheckTally(cells)
@@ -234,15 +254,22 @@ def summarise(
         )
 
     problems.sort(key=lambda p: (p.compliance_rate, -p.checks, p.scope != "tool", p.tool, p.action, p.agent or ""))
+    times = times or TimeTally()
+    if agent is not None:
+        times = TimeTally({k: v for k, v in times.hours.items() if k[0] == agent})
+    trending = times.trending(as_of or now, trend)
     return EnforcementReport(
         position=position,
         as_of=as_of,
         agent=agent,
         totals=totals,
         by_level=dict(sorted(total.levels.items())),
+        applied_by_level=dict(sorted(total.applied.items())),
         by_tool=tools,
         by_agent=by_agent,
         problem_areas=problems,
+        trending=trending,
+        improving_agents=times.improving(trending.window_start, trending.window_end),
     )
 
 
@@ -274,11 +301,23 @@ def enforcement_report(
     *,
     as_of: _dt.datetime | None = None,
     position: int | None = None,
+    trend: TrendUnit = "day",
 ) -> EnforcementReport:
-    """The report now, or replayed to a time or position; ``agent`` limits it to that agent's checks."""
+    """The report now, or replayed to a time or position; ``agent`` limits it to that agent's checks; ``trend``
+    picks hourly or daily buckets for ``trending``."""
     until = kernel.until(as_of, position)
     if until is None:
         until = kernel.store.head()[0]  # positions are gapless: everything up to the head is committed
     stream = enf_proj.STREAM_PREFIX + agent if agent else None
-    tally = fold_checks(kernel.store.iter_events(0, until, stream=stream, types=list(CHECK_TYPES)))
-    return summarise(tally, kernel.config.enforcement_rules, position=until, as_of=as_of, agent=agent)
+    tally, times = CheckTally(), TimeTally()
+    for rec in kernel.store.iter_events(0, until, stream=stream, types=list(CHECK_TYPES)):
+        tally.apply(rec)
+        times.apply(rec)
+    now = kernel.clock()
+    if position is not None:  # replayed to a position: the trend ends when that position was recorded
+        at = next(iter(kernel.store.iter_events(until - 1, until)), None) if until > 0 else None
+        now = at.recorded_at if at is not None else now
+    return summarise(
+        tally, kernel.config.enforcement_rules, position=until, now=now, times=times, trend=trend,
+        as_of=as_of, agent=agent,
+    )  # fmt: skip

@@ -17,6 +17,9 @@ from ledger.enforcement.schemas import SCHEMAS, context_fields
 from projections.enforcement import AgentToolStats
 
 DEFAULT_RULES: Final = "enforcement_rules.yaml"
+# What a rule's ``conditions`` may test (seed 4.1's ``applies_to(context)``): facts the server derives itself —
+# the credential's agent, the front end, the session's workflow role, the task's type — never a tool argument.
+CONTEXT_KEYS: Final = ("agent_id", "source", "role", "task_type")
 
 
 class EnforcementConfigError(ValueError):
@@ -35,6 +38,13 @@ class Rule:
     optional_params: tuple[str, ...]
     fail_open: bool = False
     origin: str = "rule"
+    conditions: Mapping[str, Any] | None = None
+
+    def applies_to(self, context: Mapping[str, Any]) -> bool:
+        """Seed 4.1: the rule applies when every condition equals the context's value (no conditions: always)."""
+        if not self.conditions:
+            return True
+        return all(context.get(key) == value for key, value in self.conditions.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +78,22 @@ class RuleSet:
     rollout: Rollout
     rules: Mapping[tuple[str, str], Rule]
     source: str
+    conditional: Mapping[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
 
-    def rule_for(self, tool: str, action: str, agent: str) -> Rule | None:
-        """The rule for this agent after the global switch and the rollout; None for an unknown tool/action."""
+    def uses(self, key: str) -> bool:
+        """Whether any rule's conditions test ``key`` of the context (so the caller knows what to look up)."""
+        return any(key in (r.conditions or {}) for rules in self.conditional.values() for r in rules)
+
+    def rule_for(self, tool: str, action: str, agent: str, context: Mapping[str, Any] | None = None) -> Rule | None:
+        """The rule for this agent after the global switch and the rollout; None for an unknown tool/action.
+
+        Seed 4.1's ``get_rule``: the first rule listed for the tool/action whose ``conditions`` the context meets
+        (``agent_id`` is always the agent's), else the tool/action's unconditional rule."""
         rule = self.rules.get((tool, action))
         if rule is None:
             return None
+        where = {"agent_id": agent, **(context or {})}
+        rule = next((r for r in self.conditional.get((tool, action), ()) if r.applies_to(where)), rule)
         if not self.enabled:
             return replace(rule, level=EnforcementLevel.DISABLED, origin="enforcement disabled")
         flag = self.rollout.agents.get(agent)
@@ -163,30 +183,56 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
     if progressive.strict_threshold < progressive.warning_threshold:
         raise fail("enforcement.progressive.strict_threshold", "must not be below warning_threshold")
 
+    def conditions(value: Any, key: str) -> Mapping[str, Any] | None:
+        found = mapping(value, key, CONTEXT_KEYS)
+        for name, wanted in found.items():
+            if wanted is not None and not isinstance(wanted, str | bool | int):
+                raise fail(
+                    f"{key}.{name}", f"must be a single value (a string, number, true/false or null), not {wanted!r}"
+                )
+        return dict(found) or None
+
+    def rule(tool: str, action: str, raw: Any, key: str) -> Rule:
+        spec = mapping(raw, key, ["level", "required_params", "fail_open", "conditions"])
+        required, optional = context_fields(tool, action)
+        extra = spec.get("required_params") or []
+        if not isinstance(extra, list) or not all(isinstance(p, str) for p in extra):
+            raise fail(f"{key}.required_params", "must be a list of parameter names")
+        for name in extra:
+            if name not in (*required, *optional):
+                known = ", ".join((*required, *optional))
+                raise fail(f"{key}.required_params", f"{name!r} is not a context parameter (known: {known})")
+        return Rule(
+            tool=tool,
+            action=action,
+            level=level(spec.get("level", default_level), f"{key}.level"),
+            required_params=tuple(p for p in (*required, *optional) if p in required or p in extra),
+            optional_params=tuple(p for p in optional if p not in extra),
+            fail_open=flag(spec.get("fail_open"), f"{key}.fail_open", False),
+            origin="rule" if "level" in spec else "default_level",
+            conditions=conditions(spec.get("conditions"), f"{key}.conditions"),
+        )
+
     tools = mapping(root.get("tools"), "enforcement.tools", SCHEMAS)
     rules: dict[tuple[str, str], Rule] = {}
+    conditional: dict[tuple[str, str], tuple[Rule, ...]] = {}
     for tool, actions in SCHEMAS.items():
         configured = mapping(tools.get(tool), f"enforcement.tools.{tool}", actions)
         for action in actions:
             key = f"enforcement.tools.{tool}.{action}"
-            spec = mapping(configured.get(action), key, ["level", "required_params", "fail_open"])
-            required, optional = context_fields(tool, action)
-            extra = spec.get("required_params") or []
-            if not isinstance(extra, list) or not all(isinstance(p, str) for p in extra):
-                raise fail(f"{key}.required_params", "must be a list of parameter names")
-            for name in extra:
-                if name not in (*required, *optional):
-                    known = ", ".join((*required, *optional))
-                    raise fail(f"{key}.required_params", f"{name!r} is not a context parameter (known: {known})")
-            rules[(tool, action)] = Rule(
-                tool=tool,
-                action=action,
-                level=level(spec.get("level", default_level), f"{key}.level"),
-                required_params=tuple(p for p in (*required, *optional) if p in required or p in extra),
-                optional_params=tuple(p for p in optional if p not in extra),
-                fail_open=flag(spec.get("fail_open"), f"{key}.fail_open", False),
-                origin="rule" if "level" in spec else "default_level",
-            )
+            raw = configured.get(action)
+            listed = [rule(tool, action, r, f"{key}[{i}]") for i, r in enumerate(raw)] if isinstance(raw, list) else []
+            if not isinstance(raw, list):
+                listed = [rule(tool, action, raw, key)]
+            plain = [i for i, r in enumerate(listed) if r.conditions is None]
+            if plain and plain[0] != len(listed) - 1:
+                raise fail(
+                    f"{key}[{plain[0]}]",
+                    "a rule without conditions must come last (the rules after it could never apply)",
+                )
+            # Nothing unconditional listed: the tool/action's fallback is default_level, like an unlisted one.
+            rules[(tool, action)] = listed[-1] if plain else rule(tool, action, None, key)
+            conditional[(tool, action)] = tuple(r for r in listed if r.conditions is not None)
 
     roll = mapping(root.get("rollout"), "enforcement.rollout", ["strategy", "percentage", "agents"])
     if roll.get("strategy", "percentage") != "percentage":
@@ -210,4 +256,5 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
         rollout=Rollout(count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), agents),
         rules=rules,
         source=source,
+        conditional={k: v for k, v in conditional.items() if v},
     )

@@ -57,6 +57,9 @@ _TYPE_WORDS: Final = {
 }
 
 
+_TOO_SHORT: Final = {"completion_summary": "Completion summary too short"}  # seed 5.2's text
+
+
 def _json_type(value: Any) -> str:
     for kind, name in ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string")):
         if isinstance(value, kind):
@@ -72,6 +75,8 @@ def _message(err: Mapping[str, Any]) -> tuple[str, str]:
     size = len(value.strip() if isinstance(value, str) else value) if isinstance(value, str | list | dict) else 0
     if kind == "value_error":
         detail = str(ctx.get("error", err["msg"]))
+    elif kind == "string_too_short" and name in _TOO_SHORT:
+        detail = f"{_TOO_SHORT[name]} (at least {ctx['min_length']} characters, got {size})"
     elif kind == "string_too_short":
         detail = f"must be at least {ctx['min_length']} characters (got {size})"
     elif kind == "string_too_long":

@@ -142,8 +142,12 @@ def decide_remember(
     tags: list[str],
     session_id: str | None,
     category: str = DEFAULT_CATEGORY,
+    context: str | None = None,
 ) -> DomainEvent:
-    """A new block if none has this normalised content yet, else a recorded rejection."""
+    """A new block if none has this normalised content yet (``context``: its provenance), else a recorded
+    rejection."""
     if stream_version == 0:
-        return MemoryRemembered(block_id=block_id, content=content, tags=tags, category=category, session_id=session_id)
+        return MemoryRemembered(
+            block_id=block_id, content=content, tags=tags, category=category, session_id=session_id, context=context
+        )
     return MemoryDuplicateRejected(block_id=block_id, session_id=session_id)

@@ -15,6 +15,7 @@ from typing import Literal
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
 from ledger.core.events import MemoryOutcomeRecorded, MemoryRecalled
 from ledger.kernel import Actor, Kernel
+from ledger.keys import access
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
@@ -52,11 +53,17 @@ class MemoryCommands(MemoryRevisions):
         tags: list[str] | None = None,
         session_id: str | None = None,
         category: str | None = None,
+        *,
+        context: str | None = None,
     ) -> RememberResult:
-        """Store a block (its tier follows from its tags and category), or record that it is a duplicate."""
+        """Store a block (its tier follows from its tags and category), or record that it is a duplicate.
+
+        ``context`` (checked by the caller, e.g. the brain) is stored with the block as its provenance."""
         content = memory.check_content(content)
         clean_tags = memory.check_tags(tags)
         clean_category = memory.check_category(category)
+        if constitution.CONSTITUTIONAL_TAG in clean_tags:
+            access.require_admin(actor, "add to the constitution (a block tagged self/constitutional)")
         block_id = memory.block_id_for(content)
 
         def attempt() -> RememberResult:
@@ -69,6 +76,7 @@ class MemoryCommands(MemoryRevisions):
                 tags=clean_tags,
                 session_id=session_id,
                 category=clean_category,
+                context=context,
             )
             self.kernel.append(actor, state.stream, state.version, [event], self.grants.meta(actor, session))
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"

@@ -30,6 +30,8 @@ MEMORY_EVENT_TYPES = (
     "MemoryOutcomeRecorded",
     "MemorySuperseded",
     "MemoryForgotten",
+    "MemoryArchived",
+    "MemoryRestored",
 )
 
 

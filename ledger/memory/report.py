@@ -159,6 +159,33 @@ class ForgetResult(BaseModel):
     position: int
 
 
+class ArchiveResult(BaseModel):
+    """A block archived by a person: out of search and recall, restorable; ``MemoryArchived`` at ``position``."""
+
+    block_id: str
+    reason: str
+    position: int
+
+
+class RestoreResult(BaseModel):
+    """A block brought back by a person: search and recall find it again; ``MemoryRestored`` at ``position``."""
+
+    block_id: str
+    reason: str
+    position: int
+
+
+class ConstitutionResult(BaseModel):
+    """``init --force``: the live constitution made the shipped ten blocks again, every change an event."""
+
+    created: list[str] = Field(description="shipped blocks that were never stored, now remembered")
+    restored: list[str] = Field(description="shipped blocks that were superseded or archived, now live again")
+    archived: list[str] = Field(description="live self/constitutional blocks that are not shipped (amendments)")
+    unchanged: list[str] = Field(description="shipped blocks that were live already")
+    forgotten: list[str] = Field(description="shipped blocks an administrator forgot (erased): not brought back")
+    constitutional_blocks: int = Field(description="live self/constitutional blocks now")
+
+
 class OutcomeChange(BaseModel):
     block_id: str
     confidence_before: float

@@ -77,6 +77,10 @@ class ManagedResult(BaseModel):
     suggested_correction: dict[str, Any] | None = None
     documentation: str | None = None
     context_warning: str | None = None
+    warning_level: str | None = Field(None, description="with a context_warning: how serious it is (seed 6.2: medium)")
     suggestions: list[str] = Field(default_factory=list)
+    propagated_to: list[str] | None = Field(
+        None, description="manage_context(update, propagate_changes=true): the subtasks the update was recorded on"
+    )
     task: TaskInfo | None = None
     check_position: int

@@ -60,7 +60,7 @@ async def test_a_valid_proof_is_anchored_with_the_authoritative_context(anchored
     assert result["validated"] is True, result["errors"]
     assert result["errors"] == []
     assert "PHASE::B1" in result["canonical_proof"] and "BRANCH::main" in result["canonical_proof"]
-    assert result["enforcement"] == {"attempt": 1, "max_retries": 2, "retries_left": 3, "locked": False}
+    assert result["enforcement"] == {"attempt": 1, "max_retries": 2, "retries_left": 2, "locked": False}
 
 
 async def test_three_failures_lock_the_session_until_a_person_unlocks_it(

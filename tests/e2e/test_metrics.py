@@ -84,11 +84,12 @@ def test_the_counters_move_by_exactly_the_calls_made(make_ledger: LedgerFactory,
     def checked(action: str) -> dict[str, str]:
         return {"tool": "manage_task", "action": action}
 
-    rates = {k: v for k, v in after.items() if k[0] == "parameter_compliance_rate"}
+    rates = {k: v for k, v in after.items() if k[0].startswith("parameter_compliance_rate")}
     assert rates == {
-        counter("parameter_compliance_rate", **checked("create")): 1.0,
-        counter("parameter_compliance_rate", **checked("update")): 0.0,
-        counter("parameter_compliance_rate", **checked("complete")): 0.5,
+        counter("parameter_compliance_rate_by_tool", **checked("create")): 1.0,
+        counter("parameter_compliance_rate_by_tool", **checked("update")): 0.0,
+        counter("parameter_compliance_rate_by_tool", **checked("complete")): 0.5,
+        counter("parameter_compliance_rate", agent_id="local"): 0.5,  # the one (keyless) agent: 2 of 4
     }
     changes = {k: v for k, v in moved(before, after).items() if k not in rates}
     position = changes.pop(counter("ledger_metrics_position"))
@@ -96,13 +97,12 @@ def test_the_counters_move_by_exactly_the_calls_made(make_ledger: LedgerFactory,
     for k in durations:
         del changes[k]
     assert changes == {
-        counter("parameter_validation_total", outcome="passed", **checked("create")): 1,
-        counter("parameter_validation_total", outcome="warned", **checked("update")): 1,
-        counter("parameter_validation_total", outcome="blocked", **checked("complete")): 1,
-        counter("parameter_validation_total", outcome="passed", **checked("complete")): 1,
-        counter("enforcement_applied_total", level="warning", **checked("create")): 1,
-        counter("enforcement_applied_total", level="warning", **checked("update")): 1,
-        counter("enforcement_applied_total", level="strict", **checked("complete")): 2,
+        counter("parameter_validation_total", result="success", outcome="passed", **checked("create")): 1,
+        counter("parameter_validation_total", result="failure", outcome="warned", **checked("update")): 1,
+        counter("parameter_validation_total", result="failure", outcome="blocked", **checked("complete")): 1,
+        counter("parameter_validation_total", result="success", outcome="passed", **checked("complete")): 1,
+        # enforcement applied = the calls blocked (seed 7.1's record_enforcement), not every check
+        counter("enforcement_applied_total", level="strict", **checked("complete")): 1,
         counter("ledger_stamps_issued_total"): 1,
         counter("ledger_stamps_refused_total", reason="token_consumed"): 1,
         counter("ledger_anchors_validated_total"): 1,
@@ -140,8 +140,14 @@ def test_counters_come_from_the_log_so_a_second_server_sees_the_first_ones_calls
         first.manage_task(Actor("ops-bot", "cli"), "update", {"task_id": "t-1", "work_notes": "fixed stuff"})
         after_a, after_b = scrape(http, a), scrape(http, b)
 
-    created = ("parameter_validation_total", (("action", "create"), ("outcome", "passed"), ("tool", "manage_task")))
-    warned = ("parameter_validation_total", (("action", "update"), ("outcome", "warned"), ("tool", "manage_task")))
+    created = (
+        "parameter_validation_total",
+        (("action", "create"), ("outcome", "passed"), ("result", "success"), ("tool", "manage_task")),
+    )
+    warned = (
+        "parameter_validation_total",
+        (("action", "update"), ("outcome", "warned"), ("result", "failure"), ("tool", "manage_task")),
+    )
     timed = ("parameter_validation_duration_seconds_count", (("action", "create"), ("tool", "manage_task")))
     for before, after in ((before_a, after_a), (before_b, after_b)):
         assert after[created] - before[created] == 1 and after[warned] - before[warned] == 1

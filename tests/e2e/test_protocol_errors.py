@@ -56,7 +56,7 @@ async def test_an_unknown_prompt_is_invalid_params_and_names_the_prompts(make_le
             await client.get_prompt("no_such_prompt")
     assert raised.value.error.code == INVALID_PARAMS
     assert raised.value.error.message == (
-        "Unknown prompt: 'no_such_prompt'; the prompts are: compliance_grounding, memory_guide"
+        "Unknown prompt: 'no_such_prompt'; the prompts are: compliance_grounding, memory_guide, brain_workflow"
     )
 
 

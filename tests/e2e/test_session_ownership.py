@@ -46,6 +46,7 @@ MCP_CASES: dict[str, list[dict[str, Any]]] = {
     "memory_supersede": [{"block_id": BLOCK_ID, "content": "A block alice rated and then corrected."}],
     "assert_compliance": [{}],
     "odyssean_anchor": [{"role": "dev", "proof_candidate": "not a proof yet"}],
+    "anchor_challenge": [{}],
     "query_brain": [{"prompt": "how does the refresh endpoint rotate tokens?"}],
     "contribute_to_brain": [{"prompt": STATEMENT}],
     "task_transition": [{"task_id": "t-1", "to_status": "active"}],
@@ -156,6 +157,7 @@ REST_CASES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ),
     ("post", "/compliance/assert"): ("/compliance/assert", {}),
     ("post", "/anchors"): ("/anchors", {"role": "dev", "proof_candidate": "not a proof yet"}),
+    ("post", "/anchors/challenges"): ("/anchors/challenges", {}),
     ("post", "/tasks/{task_id}/transitions"): ("/tasks/t-1/transitions", {"to_status": "active"}),
     ("post", "/api/v1/memory"): ("/api/v1/memory", {"prompt": STATEMENT}),
 }

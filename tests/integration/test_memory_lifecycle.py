@@ -24,6 +24,7 @@ from tests.conftest import LedgerFactory
 
 T0 = _dt.datetime(2026, 6, 1, 8, 0, tzinfo=_dt.UTC)
 ELF = Actor("elf", "mcp")
+OPERATOR = Actor("operator", "cli", admin=True)
 Clock = FrozenDateTimeFactory | StepTickTimeFactory
 
 
@@ -61,7 +62,8 @@ def test_a_blocks_tier_and_decay_rate_follow_from_its_tags_and_category(
     make_ledger: LedgerFactory, tags: list[str], category: str | None, tier: Tier
 ) -> None:
     ledger = make_ledger()
-    block_id = ledger.remember(ELF, "Migrations run before the deploy.", tags, category=category).block_id
+    who = OPERATOR if "self/constitutional" in tags else ELF  # only a person adds to the constitution
+    block_id = ledger.remember(who, "Migrations run before the deploy.", tags, category=category).block_id
     got = block(ledger, block_id)
     assert (got.tier, got.decay_rate, got.category) == (tier.value, LAMBDA[tier], category or "knowledge")
 
@@ -100,7 +102,7 @@ def test_half_lives_are_693_and_69_3_active_hours_and_the_constitution_survives_
         ledger = make_ledger()
         standard = ledger.remember(ELF, "The CI cache lives in S3.", ["project/ci"]).block_id
         durable = ledger.remember(ELF, "Prefer small reversible changes.", ["self/value"]).block_id
-        permanent = ledger.remember(ELF, "I keep my word.", ["self/constitutional"]).block_id
+        permanent = ledger.remember(OPERATOR, "I keep my word.", ["self/constitutional"]).block_id
         work(ledger, clock, math.log(2) / 0.010)  # ≈ 69.31 active hours
         at_standard_half_life = {b: block(ledger, b).score.recency for b in (standard, durable, permanent)}
         work(ledger, clock, math.log(2) / 0.001 - math.log(2) / 0.010)  # up to ≈ 693.1 active hours

@@ -18,6 +18,7 @@ from api.bootstrap import open_ledger
 from api.settings import Settings
 from ledger.core.errors import Conflict, InvalidInput, LedgerError, StoreBusy, StoreRefused, StoreUnavailable
 from ledger.core.storage import SqlEventStore, classify_driver_error, make_engine
+from ledger.core.storage.engine import SQLITE_CACHE_KIB
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.e2e.test_store_busy import append_lock_held
@@ -221,6 +222,19 @@ def test_the_store_and_its_health_probe_use_the_configured_timeouts(sqlite_url: 
     assert store.timeouts.lock == 5.0 and store.timeouts.statement == 30.0  # the documented defaults
     store.dispose()
     assert Settings(lock_timeout_seconds=0.5).timeouts.lock_ms == 500
+
+
+def test_every_sqlite_connection_gets_wal_full_sync_and_the_small_page_cache(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    try:
+        with engine.connect() as one, engine.connect() as two:  # two pooled connections, each set up on connect
+            for conn in (one, two):
+                pragma = conn.exec_driver_sql
+                assert pragma("PRAGMA journal_mode").scalar() == "wal"
+                assert pragma("PRAGMA synchronous").scalar() == 2  # FULL
+                assert pragma("PRAGMA cache_size").scalar() == -SQLITE_CACHE_KIB  # negative: KiB, not pages
+    finally:
+        engine.dispose()
 
 
 def test_the_cli_says_the_ledger_is_busy_and_exits_75_when_the_write_lock_is_held(

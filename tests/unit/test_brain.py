@@ -58,11 +58,14 @@ def test_the_threshold_is_more_than_50_characters() -> None:
     assert brain.classify("  " + base[:50] + "   ").kind == "too_short"  # surrounding whitespace does not count
 
 
-def test_a_refused_contribution_says_what_to_send() -> None:
-    error = brain.contribution_refusal(brain.classify("What is role separation?"))
-    assert "ends with '?'" in error.message
-    assert "declarative statement of more than 50 characters" in error.hint
-    assert "query_brain" in error.hint
+def test_a_contribution_is_answered_with_the_seeds_texts() -> None:
+    assert brain.contribution_message("stored") == "Thought stored successfully."
+    assert (
+        brain.contribution_message("not_stored")
+        == "Not stored (too short or interrogative). Still retrieved related thoughts:"
+    )
+    # A duplicate was not stored by this call, but not for being short or a question: its own reason.
+    assert brain.contribution_message("duplicate").startswith("Not stored (this thought is already in the brain).")
 
 
 def test_the_search_words_leave_out_stop_words_and_add_the_context() -> None:

@@ -21,6 +21,7 @@ from ledger.core.chain import StoredRecord
 from ledger.core.events import (
     VOCABULARY,
     AnchorAttempted,
+    AnchorChallengeIssued,
     AnchorLocked,
     AnchorRefused,
     AnchorUnlocked,
@@ -62,6 +63,7 @@ SESSIONS_IDS = ("s0", "s1", "s2")
 AGENTS = ("alice", "bob", "carol", None)  # None: metadata without an agent
 BLOCKS = ("b0", "b1", "b2", "b3", "b4")
 REQUESTS = (None, None, "r1", "r2")
+CHALLENGES = ("ach_" + "a" * 22, "ach_" + "b" * 22)
 FAST = settings(max_examples=150, deadline=None)
 
 States = dict[str, dict[Hashable, Any]]
@@ -74,6 +76,7 @@ KINDS = (
     "stamp_v1",
     "refuse",
     "anchor",
+    "challenge",
     "lock",
     "anchor_refused",
     "unlock",
@@ -157,6 +160,16 @@ def _event(kind: str, sid: str, flag: bool, n: int, blocks: list[str], last_sear
                 warnings=[],
                 proof_candidate="p",
                 canonical_proof="p",
+                challenge_id=CHALLENGES[n % len(CHALLENGES)] if flag else None,
+            )
+        case "challenge":
+            return AnchorChallengeIssued(
+                session_id=sid,
+                challenge_id=CHALLENGES[n % len(CHALLENGES)],
+                path="src/app.py",
+                line=n + 1,
+                line_digest="d" * 64,
+                expires_at=T0 + _dt.timedelta(minutes=n),
             )
         case "lock":
             return AnchorLocked(session_id=sid, failed_attempts=n)

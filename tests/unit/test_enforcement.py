@@ -313,7 +313,7 @@ def test_real_text_is_not_a_placeholder(text: str) -> None:
 def test_a_placeholder_is_an_invalid_parameter_with_a_specific_hint() -> None:
     validation = enf.validate("manage_task", "update", call("manage_task", "update", work_notes="TODO: fill in later"))
     message = validation.invalid_parameters["work_notes"]
-    assert message == "work_notes: contains placeholder text ('TODO') - replace it with the real content"
+    assert message == "work_notes: Work notes contain placeholder text ('TODO') - replace it with the real content"
     assert f"• {message} — {enf.param_hint('work_notes')}" in validation.hint
 
 

@@ -32,6 +32,7 @@ SAMPLES: list[ev.DomainEvent] = [
         block_id="blk_1", content="Ünïcode ✓ memory\nwith lines", tags=["project/db", "x"], session_id="ses_1"
     ),
     ev.MemoryRemembered(block_id="blk_2", content="no tags, no session", tags=[]),
+    ev.MemoryRemembered(block_id="blk_5", content="a thought", tags=["brain/thought"], context="reviewing the gate"),
     ev.MemoryRemembered(block_id="blk_3", content="saw the build fail", tags=["ci"], category="observation"),
     ev.MemoryRecalled(
         session_id="ses_1",
@@ -65,6 +66,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemorySuperseded(block_id="blk_1", by_block_id="blk_4", session_id="ses_1"),
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
+    ev.MemoryArchived(block_id="blk_2", reason="amended: folded into Economy"),
+    ev.MemoryRestored(block_id="blk_2", reason="init --force: the constitution regenerated"),
     ev.TaskCreated(task_id="t-1", task_type="task", title="Ünïcode task", status="ready", role="dev", dna={"a": [1]}),
     ev.TaskDnaUpdated(task_id="t-1", set={"memory_query_session": "ses_1", "n": 1.5}, removed=["a"]),
     ev.TaskTransitioned(
@@ -149,6 +152,15 @@ SAMPLES: list[ev.DomainEvent] = [
         branch="main",
         phase="B1",
         files=3,
+        challenge_id="ach_" + "a" * 22,
+    ),
+    ev.AnchorChallengeIssued(
+        session_id="ses_3",
+        challenge_id="ach_" + "a" * 22,
+        path="src/app.py",
+        line=17,
+        line_digest="c" * 64,
+        expires_at=_dt.datetime(2026, 3, 2, 9, 40, tzinfo=_dt.UTC),
     ),
     ev.AnchorLocked(session_id="ses_3", failed_attempts=3),
     ev.AnchorRefused(session_id="ses_3"),
@@ -256,7 +268,7 @@ def test_a_stored_v1_memory_remembered_payload_is_read_back_at_the_current_versi
     assert recorded.event == ev.MemoryRemembered(
         block_id="blk_old", content="an old memory", tags=["a", "b"], category="knowledge"
     )
-    assert type(recorded.event).schema_version == 3
+    assert type(recorded.event).schema_version == 4
 
 
 def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowledge_category() -> None:
@@ -264,6 +276,17 @@ def test_a_stored_v2_memory_remembered_payload_is_read_back_as_v3_in_the_knowled
     recorded = decode(store_record("MemoryRemembered", 2, v2))
     assert recorded.event == ev.MemoryRemembered(block_id="blk_v2", content="a v2 memory", tags=["x"])
     assert isinstance(recorded.event, ev.MemoryRemembered) and recorded.event.category == "knowledge"
+
+
+def test_a_stored_v3_memory_remembered_payload_is_read_back_as_v4_without_provenance() -> None:
+    v3 = canonical_json(
+        {"block_id": "blk_v3", "content": "a v3 memory", "tags": ["x"], "category": "decision", "session_id": None}
+    )
+    recorded = decode(store_record("MemoryRemembered", 3, v3))
+    assert recorded.event == ev.MemoryRemembered(
+        block_id="blk_v3", content="a v3 memory", tags=["x"], category="decision", context=None
+    )
+    assert type(recorded.event).schema_version == 4
 
 
 @pytest.mark.parametrize(
@@ -293,6 +316,27 @@ def test_a_stored_v1_api_key_payload_with_an_admin_flag_is_read_back_with_a_role
     assert type(recorded.event).schema_version == 2
 
 
+def test_a_stored_v1_anchor_attempt_is_read_back_as_v2_answering_no_challenge() -> None:
+    v1 = {
+        "session_id": "ses_old",
+        "role": "dev",
+        "tier": "quick",
+        "attempt": 1,
+        "first_in_session": True,
+        "validated": True,
+        "errors": [],
+        "warnings": [],
+        "proof_candidate": "===…===",
+        "canonical_proof": "===…===",
+        "branch": "main",
+        "phase": "B1",
+        "files": 2,
+    }
+    recorded = decode(store_record("AnchorAttempted", 1, canonical_json(v1)))
+    assert recorded.event == ev.AnchorAttempted(**v1, challenge_id=None)
+    assert type(recorded.event).schema_version == 2
+
+
 def test_every_old_version_of_every_type_has_an_upcaster_to_the_next() -> None:
     for name, cls in ev.EVENT_TYPES.items():
         for version in range(1, cls.schema_version):
@@ -309,7 +353,7 @@ def test_an_unknown_event_type_raises_unknown_event_type() -> None:
 def test_a_payload_newer_than_this_code_raises_unknown_event_type() -> None:
     data = canonical_json({"block_id": "b", "content": "c", "tags": ["a"]})
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
-        decode(store_record("MemoryRemembered", 4, data))
+        decode(store_record("MemoryRemembered", 5, data))
     with pytest.raises(ev.UnknownEventType, match="newer than this code"):
         ev.from_payload("SessionEnded", 2, {"session_id": "s"})
 

@@ -35,6 +35,7 @@ class AuthoritativeContext:
     branch: str | None
     phase: str | None
     files: int  # git status file count
+    external_context: tuple[str, ...] = ()  # absolute dirs or documents CTX: may also cite (by absolute path)
 
 
 CitationChecker = Callable[[str, int], str | None]  # (ctx_path, line_number) -> error message, or None if fine

@@ -16,7 +16,7 @@ from ledger.anchor.proof.oa5 import (
     _unquote,
 )
 
-_FIELD_KEYS = frozenset({"ROLE", "COGNITION", "AUTHORITY", "PHASE", "BRANCH", "FILES", "ARTIFACT", "GATE"})
+_FIELD_KEYS = frozenset({"ROLE", "COGNITION", "AUTHORITY", "PHASE", "BRANCH", "FILES", "CHALLENGE", "ARTIFACT", "GATE"})
 _HEADER = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)\s*::?")
 _FIELD = re.compile(r"([A-Z][A-Z0-9_]*)\s*::(.*)")
 _LINE_CITATION = re.compile(r"L\s*([0-9]{1,9})\s*::?\s*")

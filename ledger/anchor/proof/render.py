@@ -17,6 +17,7 @@ def _render(
     context: AuthoritativeContext,
     tensions: list[str],
     commit: list[tuple[str, str | None]],
+    challenge: str | None = None,
 ) -> str:
     lines = [START_MARKER, "IDENTITY:"]
     lines += [f"  {key}::{value}" for key, value in identity if value]
@@ -25,6 +26,7 @@ def _render(
         f"  PHASE::{context.phase or UNKNOWN}",
         f"  BRANCH::{context.branch or UNKNOWN}",
         f"  FILES::{context.files}",
+        *([f"  CHALLENGE::{challenge}"] if challenge else []),
         "PROOF:",
         "  TENSIONS:",
     ]
@@ -33,7 +35,7 @@ def _render(
     return "\n".join([*lines, END_MARKER])
 
 
-def proof_template(*, role: str, tier: str, context: AuthoritativeContext) -> str:
+def proof_template(*, role: str, tier: str, context: AuthoritativeContext, challenge: bool = False) -> str:
     """A proof to copy: the real role and CONTEXT, one tension line per tier minimum, ``{slots}`` to fill.
 
     Sent back unchanged it fails: every ``{slot}`` counts as placeholder content.
@@ -44,4 +46,5 @@ def proof_template(*, role: str, tier: str, context: AuthoritativeContext) -> st
         context=context,
         tensions=[tension] * TIERS.get(tier, TIERS["default"]),
         commit=[("ARTIFACT", "{artifact}"), ("GATE", "{gate}")],
+        challenge="{challenge_id}[{text of the line anchor_challenge names}]" if challenge else None,
     )

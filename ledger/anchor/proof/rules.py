@@ -176,9 +176,13 @@ def _check_tensions(
         if t.line is not None and t.line >= 1 and t.path and not _is_blank_slot(t.path) and not _SLOT.search(t.path):
             problem = check_citation(t.path, t.line)
             if problem is not None:
+                external = ""
+                if context.external_context:
+                    external = f" (or, by absolute path, under one of: {', '.join(context.external_context)})"
                 f.fail(
                     f"TENSION {n}: {problem}",
-                    f"Cite in TENSION {n} a file under {context.working_dir} and a line L{{N}} that exists in it.",
+                    f"Cite in TENSION {n} a file under {context.working_dir}{external} and a line L{{N}} that exists "
+                    "in it.",
                 )
     return tensions
 

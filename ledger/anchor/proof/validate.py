@@ -41,14 +41,18 @@ def validate_proof(
     context: AuthoritativeContext,
     check_citation: CitationChecker,
     parent_exists: ParentChecker,
+    challenge_required: bool = False,
 ) -> AnchorValidation:
     """Validate an OA5 proof candidate against the authoritative context (seed 001).
 
     Returns ``validated=True`` with no errors, or at least one error with guidance in the seed's
     format ``VALIDATION FAILED: [errors]. RETRY: [fixes]``. The canonical proof carries the authoritative
     CONTEXT, never the candidate's, and is empty only when the structure itself could not be parsed.
+
+    A ``CHALLENGE::`` line under CONTEXT is accepted here and checked by the caller (``ledger.anchor.challenge``),
+    which alone can read the challenge; with ``challenge_required`` a proof without one fails.
     """
-    template = proof_template(role=role, tier=tier, context=context)
+    template = proof_template(role=role, tier=tier, context=context, challenge=challenge_required)
     f = _Findings()
     if len(text) > MAX_PROOF_CHARS:
         f.fail(
@@ -71,7 +75,14 @@ def validate_proof(
         identity = _fields("IDENTITY", found.sections["IDENTITY"], ("ROLE", "COGNITION", "AUTHORITY"), f)
         authority = _check_identity(identity, role=role, parent_exists=parent_exists, f=f)
     if "CONTEXT" in found.sections:
-        _check_context(_fields("CONTEXT", found.sections["CONTEXT"], ("PHASE", "BRANCH", "FILES"), f), context, f)
+        values = _fields("CONTEXT", found.sections["CONTEXT"], ("PHASE", "BRANCH", "FILES", "CHALLENGE"), f)
+        _check_context(values, context, f)
+        if challenge_required and "CHALLENGE" not in values:
+            f.fail(
+                "CONTEXT has no CHALLENGE answer (this ledger requires one)",
+                "Call anchor_challenge, read the line it names, and add "
+                "CHALLENGE::<challenge_id>[<the text of that line>] under CONTEXT.",
+            )
     if loose := found.sections.get("PROOF"):
         f.fail(
             f"PROOF has a line outside TENSIONS and COMMIT: '{_clip(loose[0], 60)}'",

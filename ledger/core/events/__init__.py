@@ -10,19 +10,27 @@ The base classes are in :mod:`.base`, one module a capability holds its events (
 all and upcasts; everything is importable from here.
 """
 
-from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.anchor import (
+    AnchorAttempted,
+    AnchorChallengeIssued,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+)
 from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
     Frame,
+    MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemoryRestored,
     MemorySearched,
     MemorySuperseded,
 )
@@ -50,6 +58,7 @@ __all__ = [
     "UPCASTERS",
     "VOCABULARY",
     "AnchorAttempted",
+    "AnchorChallengeIssued",
     "AnchorLocked",
     "AnchorRefused",
     "AnchorUnlocked",
@@ -61,12 +70,14 @@ __all__ = [
     "Frame",
     "KeyRole",
     "LedgerInitialised",
+    "MemoryArchived",
     "MemoryCurated",
     "MemoryDuplicateRejected",
     "MemoryForgotten",
     "MemoryOutcomeRecorded",
     "MemoryRecalled",
     "MemoryRemembered",
+    "MemoryRestored",
     "MemorySearched",
     "MemorySuperseded",
     "ParameterChecked",

@@ -1,14 +1,32 @@
-"""Events of the Odyssean Anchor: a proof attempted, a session locked, refused and unlocked."""
+"""Events of the Odyssean Anchor: a challenge issued, a proof attempted, a session locked, refused and unlocked."""
 
 from typing import ClassVar
 
-from ledger.core.events.base import DomainEvent
+from ledger.core.events.base import DomainEvent, Timestamp
+
+
+class AnchorChallengeIssued(DomainEvent):
+    """The server picked a line of a tracked file in the session's working tree for the next proof to quote.
+
+    ``line_digest`` is an HMAC of the line as the server read it, under the ledger's receipt key: the log never holds
+    the text, and a reader of the log cannot test guesses against the digest without the key."""
+
+    type_name: ClassVar[str] = "AnchorChallengeIssued"
+    session_id: str
+    challenge_id: str
+    path: str  # relative to the working directory, as git lists it
+    line: int
+    line_digest: str
+    expires_at: Timestamp
 
 
 class AnchorAttempted(DomainEvent):
-    """An anchor proof was submitted and validated by the server against the authoritative context."""
+    """An anchor proof was submitted and validated by the server against the authoritative context.
+
+    v2 adds ``challenge_id``: the challenge the proof answered correctly (and so used up), or None."""
 
     type_name: ClassVar[str] = "AnchorAttempted"
+    schema_version: ClassVar[int] = 2
     session_id: str
     role: str
     tier: str
@@ -22,6 +40,7 @@ class AnchorAttempted(DomainEvent):
     branch: str | None = None
     phase: str | None = None
     files: int = 0
+    challenge_id: str | None = None
 
 
 class AnchorLocked(DomainEvent):

@@ -10,9 +10,11 @@ class ParameterChecked(DomainEvent):
 
     ``passed`` (the parameters were valid) is what progressive enforcement folds; ``allowed`` says whether the
     call went ahead. ``error`` is set when enforcement itself failed and a ``fail_open`` rule let the call
-    through (outcome ``bypassed``)."""
+    through (outcome ``bypassed``). ``duration_ms`` is how long validating and deciding took (seed 004 §7.1's
+    ``record_validation`` duration; v2 — checks recorded before it carry ``None``)."""
 
     type_name: ClassVar[str] = "ParameterChecked"
+    schema_version: ClassVar[int] = 2
     tool: str
     action: str
     base_level: str
@@ -26,6 +28,7 @@ class ParameterChecked(DomainEvent):
     task_id: str | None = None
     session_id: str | None = None
     error: str | None = None
+    duration_ms: float | None = None
 
 
 class TaskWorkRecorded(DomainEvent):

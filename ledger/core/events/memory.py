@@ -8,17 +8,19 @@ from ledger.core.events.base import DomainEvent, Timestamp
 class MemoryRemembered(DomainEvent):
     """A new memory block was stored.
 
-    v3 added ``category`` (v2 blocks are ``knowledge``); v2 made ``tags`` a list (v1 stored one comma-separated
-    string).
+    v4 added ``context`` (what the contributor was working on, kept as the block's provenance; the brain's
+    thoughts carry it, earlier blocks have none); v3 added ``category`` (v2 blocks are ``knowledge``); v2 made
+    ``tags`` a list (v1 stored one comma-separated string).
     """
 
     type_name: ClassVar[str] = "MemoryRemembered"
-    schema_version: ClassVar[int] = 3
+    schema_version: ClassVar[int] = 4
     block_id: str
     content: str
     tags: list[str]
     category: str = "knowledge"
     session_id: str | None = None
+    context: str | None = None
 
 
 class MemoryDuplicateRejected(DomainEvent):
@@ -99,5 +101,23 @@ class MemoryForgotten(DomainEvent):
     log and says why."""
 
     type_name: ClassVar[str] = "MemoryForgotten"
+    block_id: str
+    reason: str
+
+
+class MemoryArchived(DomainEvent):
+    """A person archived a block (an administrator, e.g. amending the constitution): it leaves search and recall,
+    keeps its history, and can be restored; this event says why."""
+
+    type_name: ClassVar[str] = "MemoryArchived"
+    block_id: str
+    reason: str
+
+
+class MemoryRestored(DomainEvent):
+    """A person brought an archived or superseded block back (an administrator, e.g. ``init --force``
+    regenerating the constitution): search and recall find it again, reinforced at this moment."""
+
+    type_name: ClassVar[str] = "MemoryRestored"
     block_id: str
     reason: str

@@ -5,18 +5,26 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ledger.core.events.anchor import AnchorAttempted, AnchorLocked, AnchorRefused, AnchorUnlocked
+from ledger.core.events.anchor import (
+    AnchorAttempted,
+    AnchorChallengeIssued,
+    AnchorLocked,
+    AnchorRefused,
+    AnchorUnlocked,
+)
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
+    MemoryRestored,
     MemorySearched,
     MemorySuperseded,
 )
@@ -38,8 +46,11 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryArchived,
+    MemoryRestored,
     ComplianceStamped,
     ComplianceRefused,
+    AnchorChallengeIssued,
     AnchorAttempted,
     AnchorLocked,
     AnchorRefused,
@@ -71,6 +82,10 @@ def _memory_remembered_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "category": data.get("category") or "knowledge"}
 
 
+def _memory_remembered_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "context": None}  # blocks before v4 recorded no provenance
+
+
 def _api_key_issued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     lifted = {k: v for k, v in data.items() if k != "admin"}
     return {**lifted, "role": "admin" if data.get("admin") else "agent"}
@@ -80,13 +95,24 @@ def _request_id_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "request_id": None}  # requests before v2 carried no id
 
 
+def _anchor_attempted_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "challenge_id": None}  # attempts before v2 answered no challenge
+
+
+def _parameter_checked_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "duration_ms": None}  # checks before v2 were not timed
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
     ("MemoryRemembered", 2): _memory_remembered_v2_to_v3,
+    ("MemoryRemembered", 3): _memory_remembered_v3_to_v4,
     ("ApiKeyIssued", 1): _api_key_issued_v1_to_v2,
     ("ComplianceStamped", 1): _request_id_v1_to_v2,
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
+    ("AnchorAttempted", 1): _anchor_attempted_v1_to_v2,
+    ("ParameterChecked", 1): _parameter_checked_v1_to_v2,
 }
 
 
