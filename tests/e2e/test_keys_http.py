@@ -240,6 +240,7 @@ def write_tool_arguments(sid: str, block_id: str) -> dict[str, dict[str, Any]]:
     return {
         "clock_in": {"role": "dev"},
         "clock_out": {"session_id": sid},
+        "anchor_challenge": {"session_id": sid},
         "memory_remember": {"content": "Auditors read, agents write.", "session_id": sid},
         "memory_search": {"query": "audit", "session_id": sid},
         "memory_recall": {"query": "audit"},
