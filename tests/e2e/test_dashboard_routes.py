@@ -33,10 +33,10 @@ def iso(moment: _dt.datetime) -> str:
 
 
 def test_the_series_puts_each_count_in_its_hour_and_adds_up_to_the_reports_difference(
-    make_ledger: LedgerFactory, tmp_path: Path
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:
     clock = Clock()
-    ledger = make_ledger(clock=clock)
+    ledger = make_ledger(db_url, clock=clock)
     ledger.remember(ALICE, "The deploy script lives in ops/deploy.sh and needs the staging key.", ["ops"])
     clock.now = T0 + _dt.timedelta(minutes=10)
     a = ledger.clock_in(ALICE, "dev").session_id
@@ -140,8 +140,10 @@ def test_a_lookup_finds_what_the_search_finds_and_records_nothing(make_ledger: L
     assert empty.status_code == 422
 
 
-def test_a_block_lists_the_blocks_recalled_with_it_most_often_first(make_ledger: LedgerFactory, tmp_path: Path) -> None:
-    ledger = make_ledger()
+def test_a_block_lists_the_blocks_recalled_with_it_most_often_first(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
+    ledger = make_ledger(db_url)
     ids = [
         ledger.remember(ALICE, text, ["project/db"]).block_id
         for text in (
