@@ -33,6 +33,15 @@ def open_page(context: Any, url: str, ready: str) -> Any:
     errors: list[str] = []
     requested: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # console errors too (a Content-Security-Policy refusal is one), except an HTTP error status the page handles
+    page.on(
+        "console",
+        lambda msg: (
+            errors.append(msg.text)
+            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     page.on("request", lambda request: requested.append(request.url))
     page.goto(url)
     page.wait_for_selector(f"body[data-ready={ready}]", timeout=WAIT_MS)
@@ -224,6 +233,15 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert page.errors == []
         assert only_from(page, base) == []
         assert any("/ui/static/app.js" in u for u in page.requested)
+        # and the browser itself refuses the page any other host (the Content-Security-Policy /ui is served with)
+        assert "connect-src 'self'" in http.get("/ui").headers["content-security-policy"]
+        violated = page.evaluate(
+            """new Promise((resolve) => {
+                document.addEventListener("securitypolicyviolation", (e) => resolve(e.effectiveDirective));
+                fetch("http://198.51.100.1/").catch(() => {});
+            })"""
+        )
+        assert violated == "connect-src"
 
 
 def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
