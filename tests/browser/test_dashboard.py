@@ -1,9 +1,12 @@
 """The dashboard at /ui in headless Chromium against a real ``compliance-ledger serve`` on loopback with a seeded
 ledger: each page's numbers are the REST reports' numbers, fetched by the test itself; the key prompt; an agent key
-gets no write buttons and the API refuses its write. Screenshots go to docs/screenshots/ for the README."""
+gets no write buttons and the API refuses its write. Every page is screenshotted; with ``LEDGER_WRITE_SCREENSHOTS=1``
+into docs/screenshots/ for the README (they change on every run — times, ids — so a plain test run does not rewrite
+the committed ones), else into the test's temporary directory."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from tests.browser.seed import SeedClock, Seeded, seed
 from tests.conftest import LedgerFactory
 from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 OPERATOR = Actor("operator", "cli", admin=True)
 WAIT_MS = READY_WITHIN * 1000
 
@@ -28,8 +31,9 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{x * 100:.1f}%"
 
 
-def open_page(context: Any, url: str, ready: str) -> Any:
+def open_page(context: Any, url: str, ready: str, screenshots: Path) -> Any:
     page = context.new_page()
+    page.screenshots = screenshots
     errors: list[str] = []
     requested: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -72,11 +76,13 @@ def cell(page: Any, table: str, agent: str, field: str) -> str:
 
 
 def shot(page: Any, name: str) -> None:
-    """Save the page for the README, after checking it shows no placeholder of a missing value."""
+    """Save the page (see the module's docstring for where), after checking it shows no placeholder of a missing
+    value."""
     shown = page.inner_text("body")
     assert not [word for word in ("null", "undefined", "NaN", "[object") if word in shown], shown
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    folder = DOCS_SCREENSHOTS if os.environ.get("LEDGER_WRITE_SCREENSHOTS") == "1" else page.screenshots
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture
@@ -98,7 +104,7 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         tasks = http.get("/tasks").json()
         first_events = http.get("/events", params={"limit": 50}).json()
 
-        page = open_page(chromium, f"{base}/ui/#/overview", "overview")
+        page = open_page(chromium, f"{base}/ui/#/overview", "overview", tmp_path / "screenshots")
         for agent in report["agents"]:
             name = agent["agent"]
             assert cell(page, "total-agents", name, "searches") == count(agent["searches"])
@@ -252,13 +258,12 @@ def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
     agent_key = keys.issue_api_key(OPERATOR, "alice").api_key
     admin_key = keys.issue_api_key(OPERATOR, "boss", role="admin").api_key
     with compliance_ledger_serve(tmp_path, url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
-        page = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key")
+        page = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key", tmp_path / "screenshots")
         assert page.locator("[data-testid=key-dialog]").is_visible()
         page.fill("[data-testid=key-input]", "clk_not_a_key")
         page.click("[data-testid=key-submit]")
-        page.wait_for_function(
-            "document.querySelector('[data-testid=key-error]').textContent.includes('refused')", timeout=WAIT_MS
-        )
+        # (a locator, not wait_for_function: the page's Content-Security-Policy refuses the eval that polls with)
+        page.locator("[data-testid=key-error]", has_text="refused").wait_for(timeout=WAIT_MS)
         page.fill("[data-testid=key-input]", agent_key)
         rerender(page, lambda: page.click("[data-testid=key-submit]"), "memory")
         assert page.locator("[data-testid=whoami]").get_attribute("data-role") == "agent"
@@ -276,7 +281,7 @@ def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
         shot(page, "key-agent")
         page.close()
 
-        admin = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key")
+        admin = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key", tmp_path / "screenshots")
         admin.fill("[data-testid=key-input]", admin_key)
         rerender(admin, lambda: admin.click("[data-testid=key-submit]"), "memory")
         assert admin.locator("[data-testid=whoami]").get_attribute("data-role") == "admin"
