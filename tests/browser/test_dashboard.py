@@ -1,8 +1,8 @@
 """The dashboard at /ui in headless Chromium against a real ``compliance-ledger serve`` on loopback with a seeded
 ledger: each page's numbers are the REST reports' numbers, fetched by the test itself; the key prompt; an agent key
-gets no write buttons and the API refuses its write. Every page is screenshotted; with ``LEDGER_WRITE_SCREENSHOTS=1``
-into docs/screenshots/ for the README (they change on every run — times, ids — so a plain test run does not rewrite
-the committed ones), else into the test's temporary directory."""
+gets no write buttons and the API refuses its write. Every page is screenshotted into docs/screenshots/ for the README
+in CI (``CI=true``, a clean checkout) or with ``LEDGER_WRITE_SCREENSHOTS=1``; a plain local run writes them into the
+test's temporary directory instead (they change on every run — times, ids — and would leave the tree modified)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,8 @@ def shot(page: Any, name: str) -> None:
     value."""
     shown = page.inner_text("body")
     assert not [word for word in ("null", "undefined", "NaN", "[object") if word in shown], shown
-    folder = DOCS_SCREENSHOTS if os.environ.get("LEDGER_WRITE_SCREENSHOTS") == "1" else page.screenshots
+    to_docs = os.environ.get("LEDGER_WRITE_SCREENSHOTS") == "1" or os.environ.get("CI", "").lower() == "true"
+    folder = DOCS_SCREENSHOTS if to_docs else page.screenshots
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
