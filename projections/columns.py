@@ -183,6 +183,34 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             if obj is not None:
                 yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
 
+    def gather(self, *names: str) -> tuple[list[K], list[list[Any]]]:
+        """Every key, and for each named field a list of its values in the same order, as :meth:`raw` gives them
+        (moments as microseconds, ``None`` as ``None``, booleans as 0/1): a whole table read column by column for
+        arithmetic over every state, without building a state or a tuple per row."""
+        self._settle()  # every row now holds its state, hot or not
+        index = self._index
+        keys: list[Any] = [key for key, _ in index.items()]
+        rows = [row for _, row in index.items()]
+        out: list[list[Any]] = []
+        for name in names:
+            column, (kind, _) = self._columns[name], self.layout.kinds[name]
+            if isinstance(column, _Codes):
+                values, codes = column.values, column.codes
+                out.append([values[codes[r]] for r in rows])
+            elif kind in ("time", "int"):
+                out.append([None if v == _NONE else v for v in (column[r] for r in rows)])
+            else:
+                out.append([column[r] for r in rows])
+        objects = [(key, obj) for key, obj in self._objects.items() if obj is not None]
+        if objects:
+            keys += [key for key, _ in objects]
+            for name, values_out in zip(names, out, strict=True):
+                kind = self.layout.kinds[name][0]
+                for _, obj in objects:
+                    value = getattr(obj, name)
+                    values_out.append(_micros(value) if kind == "time" and value is not None else value)
+        return keys, out
+
     def _row(self, key: K) -> int:
         row = self._index.get(key)
         assert row is not None, key

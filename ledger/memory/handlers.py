@@ -30,6 +30,7 @@ from ledger.memory.report import (
     RememberResult,
 )
 from ledger.memory.revisions import MemoryRevisions
+from ledger.memory.scoring import BlockColumns, Ranking
 from ledger.sessions.grants import SessionGrants
 from projections import memory as memory_proj
 from projections.memory import MemoryGraph
@@ -145,13 +146,15 @@ class MemoryCommands(MemoryRevisions):
             with self._memory_lock:
                 graph, clock = self._live()
                 if hits is not None:
-                    similarity: dict[str, float] | None = rc.similarity_from_rank({h.block_id: h.score for h in hits})
-                    candidates = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
-                else:
-                    similarity = None
-                    candidates = list(graph.live_blocks(spec.tag_prefix))
-                candidates = [b for b in candidates if rc.in_frame(b, spec)]
-                ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                    similarity = rc.similarity_from_rank({h.block_id: h.score for h in hits})
+                    found = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                    candidates = [b for b in found if rc.in_frame(b, spec)]
+                    ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                    count = len(ranked)
+                else:  # every live block of the frame competes: scored by column, views built for the pool only
+                    columns = BlockColumns(graph, tags=spec.tag_prefix is not None)
+                    ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(spec.tag_prefix))
+                    ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
                 memory_version = graph.version
             texts: dict[str, str] = {}
 
@@ -159,7 +162,7 @@ class MemoryCommands(MemoryRevisions):
                 texts.update(self.block_texts(blocks))
                 return texts
 
-            shown = rc.recollect(ranked, spec, top_k, text_of)
+            shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
             ttl = self.kernel.config.token_ttl
             expires = (
                 self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
@@ -194,6 +197,7 @@ class MemoryCommands(MemoryRevisions):
                     for s in shown.shown
                 ],
                 dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
+                dropped_beyond_pool=shown.beyond_pool,
                 active_hours=event.active_hours,
                 session_id=session_id,
                 token_expires_at=event.token_expires_at,
