@@ -188,17 +188,18 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         (moments as microseconds, ``None`` as ``None``, booleans as 0/1): a whole table read column by column for
         arithmetic over every state, without building a state or a tuple per row."""
         self._settle()  # every row now holds its state, hot or not
-        index = self._index
-        keys: list[Any] = [key for key, _ in index.items()]
-        rows = [row for _, row in index.items()]
+        pairs = list(self._index.items())
+        keys: list[Any] = [key for key, _ in pairs]
+        rows = [row for _, row in pairs]
+        del pairs
         out: list[list[Any]] = []
         for name in names:
-            column, (kind, _) = self._columns[name], self.layout.kinds[name]
+            column, (kind, optional) = self._columns[name], self.layout.kinds[name]
             if isinstance(column, _Codes):
                 values, codes = column.values, column.codes
                 out.append([values[codes[r]] for r in rows])
-            elif kind in ("time", "int"):
-                out.append([None if v == _NONE else v for v in (column[r] for r in rows)])
+            elif optional:  # an optional int or moment: NONE is None
+                out.append([None if v == _NONE else v for v in [column[r] for r in rows]])
             else:
                 out.append([column[r] for r in rows])
         objects = [(key, obj) for key, obj in self._objects.items() if obj is not None]

@@ -18,7 +18,8 @@ RSS = "## Serve memory on a large ledger (scripts/bench_rss.py)"
 COLDSTART = "## Cold start (scripts/bench_coldstart.py)"
 STARTUP = "## Start-up (scripts/bench_startup.py)"
 RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
-SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL)
+RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
+SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL, RECALL_FRAMES)
 
 
 def find_heading(doc: str, heading: str) -> int:

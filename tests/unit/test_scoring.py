@@ -90,6 +90,8 @@ def test_ranking_by_column_is_score_blocks_to_the_last_bit(
     ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(spec.tag_prefix))
     expected = rc.score_blocks(views(graph, spec.tag_prefix), spec.weights, graph, clock)
     assert len(ranking) == len(expected)
+    totals = {columns.ids[i]: total for i, total in zip(ranking.rows, ranking.totals, strict=True)}
+    assert {s.block.block_id: s.breakdown.total for s in expected} == totals  # what it ranks by, every block
     assert ranking.best(n) == expected[:n]  # views, breakdowns (every float), hours since, degree, order
     assert ranking.best(len(expected) + 1) == expected
 
