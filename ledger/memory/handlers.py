@@ -145,15 +145,19 @@ class MemoryCommands(MemoryRevisions):
             hits = self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
             with self._memory_lock:
                 graph, clock = self._live()
-                if hits is not None:
-                    similarity = rc.similarity_from_rank({h.block_id: h.score for h in hits})
-                    found = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                if hits is not None or spec.tag_prefix is not None:  # the hits, or the frame's tag index: few
+                    similarity = None if hits is None else rc.similarity_from_rank({h.block_id: h.score for h in hits})
+                    found = (
+                        [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                        if hits is not None
+                        else graph.live_blocks(spec.tag_prefix)
+                    )
                     candidates = [b for b in found if rc.in_frame(b, spec)]
                     ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
                     count = len(ranked)
-                else:  # every live block of the frame competes: scored by column, views built for the pool only
-                    columns = BlockColumns(graph, tags=spec.tag_prefix is not None)
-                    ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(spec.tag_prefix))
+                else:  # every live block competes: scored by column, views built for the pool only
+                    columns = BlockColumns(graph)
+                    ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(None))
                     ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
                 memory_version = graph.version
             texts: dict[str, str] = {}

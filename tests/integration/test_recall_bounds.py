@@ -107,3 +107,17 @@ def test_the_block_list_and_curate_agree_with_scoring_every_view(make_ledger: Le
             assert [b.block_id for b in listed.blocks] == [s.block.block_id for s in expected[:7]]
             assert [b.score.total for b in listed.blocks] == [round(s.breakdown.total, 6) for s in expected[:7]]
         assert ledger.memory_blocks(archived=True, limit=50).count == len(gone) - 1
+
+
+def test_a_queryless_self_recall_counts_the_self_blocks_below_its_pool(make_ledger: LedgerFactory, db_url: str) -> None:
+    """The self frame takes its candidates from the tag index; its answer is bounded the same way."""
+    with freeze_time(T0) as clock:
+        ledger = make_ledger(db_url)
+        ledger.setup_memory(ELF)  # ten constitutional blocks
+        fill(ledger, clock)  # two goals among other blocks: twelve self/ blocks in all
+        ranking = full_ranking(ledger, "self")
+        result = ledger.recall(ELF, frame="self", top_k=1)
+        shown = [b.block_id for b in result.blocks]
+        listed = [d.block_id for d in result.dropped]
+        assert len(ranking) == 12 and result.dropped_beyond_pool == 12 - rc.CANDIDATES_PER_SLOT
+        assert sorted(shown + listed) == sorted(s.block.block_id for s in ranking[: rc.CANDIDATES_PER_SLOT])
