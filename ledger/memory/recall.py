@@ -275,7 +275,7 @@ def decide_curate(graph: MemoryGraph, clock: ActiveClock, trigger: Literal["manu
     Every live block is weighed, so this reads the block table by column (``scoring.BlockColumns``) and builds a
     view only for the five it reinforces."""
     columns = BlockColumns(graph, tags=True)
-    ids, tags, lam_of = columns.ids, columns.tags, columns.lam_of()
+    ids, tags, lam_of = columns.ids, columns.tags, columns.lam_of(graph)
     live = sorted(columns.in_frame(None), key=ids.__getitem__)
     degrees = weighted_degrees(graph, clock, [ids[i] for i in live], lam_of)
     cutoff = decay.bridge_cutoff(degrees)

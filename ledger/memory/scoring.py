@@ -62,8 +62,10 @@ class BlockColumns:
             rows = [i for i in rows if tags_match(tags[i], tag_prefix)]
         return rows
 
-    def lam_of(self) -> dict[str, float]:
-        return dict(zip(self.ids, self.lam, strict=True))
+    def lam_of(self, graph: MemoryGraph) -> dict[str, float]:
+        """The decay rate of every block with a co-retrieval edge (what :func:`weighted_degrees` reads)."""
+        linked = graph.adjacent
+        return {b: lam for b, lam in zip(self.ids, self.lam, strict=True) if b in linked}
 
 
 def weighted_degrees(
@@ -104,7 +106,7 @@ class Ranking:
         self.graph, self.columns, self.rows = graph, columns, list(rows)
         self.weights = w = weights.without_similarity()
         ids = [columns.ids[i] for i in self.rows]
-        self.degrees = weighted_degrees(graph, clock, ids, columns.lam_of())
+        self.degrees = weighted_degrees(graph, clock, ids, columns.lam_of(graph))
         self.top_degree = max(self.degrees, default=0.0)
         self.max_count = max((columns.reinforcements[i] for i in self.rows), default=0)
         since: Callable[[int], float] = clock.hours_since_micros()

@@ -102,7 +102,7 @@ def test_weighted_degrees_in_one_pass_equal_weighted_degree_block_by_block(
     graph: MemoryGraph, clock: ActiveClock
 ) -> None:
     ids = list(graph.blocks)  # archived and superseded blocks too: their edges count for their neighbours
-    lam_of = BlockColumns(graph).lam_of()
+    lam_of = BlockColumns(graph).lam_of(graph)
     assert weighted_degrees(graph, clock, ids, lam_of) == [rc.weighted_degree(graph, b, clock) for b in ids]
 
 
