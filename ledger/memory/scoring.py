@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -42,10 +43,10 @@ class BlockColumns:
         extra = (("tags",) if tags else ()) + (("tier",) if tier else ())
         ids, columns = graph.blocks.gather(*_FIELDS, *extra)
         self.ids: list[str] = ids
-        self.lam: list[float] = columns[0]
-        self.confidence: list[float] = columns[1]
-        self.reinforcements: list[int] = columns[2]
-        self.last_reinforced: list[int] = columns[3]  # microseconds since the epoch
+        self.lam: Sequence[float] = columns[0]
+        self.confidence: Sequence[float] = columns[1]
+        self.reinforcements: Sequence[int] = columns[2]
+        self.last_reinforced: Sequence[int] = columns[3]  # microseconds since the epoch
         self.archived: list[bool] = [a is not None for a in columns[4]]
         self.live: list[bool] = [a is None and s is None for a, s in zip(columns[4], columns[5], strict=True)]
         self.tags: list[tuple[str, ...]] = columns[6] if tags else []
@@ -110,7 +111,8 @@ class Ranking:
         self.top_degree = max(self.degrees, default=0.0)
         self.max_count = max((columns.reinforcements[i] for i in self.rows), default=0)
         since: Callable[[int], float] = clock.hours_since_micros()
-        self.since = [since(columns.last_reinforced[i]) for i in self.rows]
+        last = columns.last_reinforced
+        self.since = array("d", [since(last[i]) for i in self.rows])
         self.totals = self._totals(w)
 
     def __len__(self) -> int:
@@ -129,7 +131,7 @@ class Ranking:
         reinforcement = 0.0 if self.max_count == 0 else math.log1p(count) / math.log1p(self.max_count)
         return c.confidence[i], recency, centrality, reinforcement
 
-    def _totals(self, weights: decay.Weights) -> list[float]:
+    def _totals(self, weights: decay.Weights) -> array[float]:
         """Every block's total: :meth:`_parts` inlined (one loop, no call per block), combined as ``decay.score``
         combines them (the same products; ``fsum`` is exact whatever their order)."""
         c = self.columns
@@ -139,7 +141,7 @@ class Ranking:
         top, max_count = self.top_degree, self.max_count
         log_max = log1p(max_count) if max_count else 0.0
         sim = w_sim * 0.0
-        totals: list[float] = []
+        totals = array("d")
         for i, since, degree in zip(self.rows, self.since, self.degrees, strict=True):
             lam, confidence = lams[i], confidences[i]
             if lam < 0 or not 0.0 <= confidence <= 1.0:
