@@ -183,6 +183,36 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
             if obj is not None:
                 yield tuple(stored(getattr(obj, name), kind) for name, _, kind in plan)
 
+    def gather(self, *names: str) -> tuple[list[K], list[Any]]:
+        """Every key, and for each named field a sequence of its values in the same order, as :meth:`raw` gives
+        them (moments as microseconds, ``None`` as ``None``, booleans as 0/1; a number that is never ``None`` in an
+        ``array``): a whole table read column by column for arithmetic over every state, without building a state
+        or a tuple per row."""
+        self._settle()  # every row now holds its state, hot or not
+        pairs = list(self._index.items())
+        keys: list[Any] = [key for key, _ in pairs]
+        rows = [row for _, row in pairs]
+        del pairs
+        out: list[Any] = []
+        for name in names:
+            column, (kind, optional) = self._columns[name], self.layout.kinds[name]
+            if isinstance(column, _Codes):
+                values, codes = column.values, column.codes
+                out.append([values[codes[r]] for r in rows])
+            elif optional:  # an optional int or moment: NONE is None
+                out.append([None if v == _NONE else v for v in [column[r] for r in rows]])
+            else:  # kept an array: 8 bytes a value, no object each
+                out.append(array(column.typecode, map(column.__getitem__, rows)))
+        objects = [(key, obj) for key, obj in self._objects.items() if obj is not None]
+        if objects:
+            keys += [key for key, _ in objects]
+            for name, values_out in zip(names, out, strict=True):
+                kind = self.layout.kinds[name][0]
+                for _, obj in objects:
+                    value = getattr(obj, name)
+                    values_out.append(_micros(value) if kind == "time" and value is not None else value)
+        return keys, out
+
     def _row(self, key: K) -> int:
         row = self._index.get(key)
         assert row is not None, key

@@ -88,9 +88,14 @@ class BlockView:
 
     def has_tag(self, pattern: str) -> bool:
         """``pattern`` is a tag, or a prefix ending in ``/`` such as ``self/``."""
-        if pattern.endswith("/"):
-            return any(t.startswith(pattern) for t in self.tags)
-        return pattern in self.tags
+        return tags_match(self.tags, pattern)
+
+
+def tags_match(tags: tuple[str, ...], pattern: str) -> bool:
+    """``pattern`` is one of ``tags``, or a prefix ending in ``/`` (such as ``self/``) of one of them."""
+    if pattern.endswith("/"):
+        return any(t.startswith(pattern) for t in tags)
+    return pattern in tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from ledger.memory.report import (
     RememberResult,
 )
 from ledger.memory.revisions import MemoryRevisions
+from ledger.memory.scoring import BlockColumns, Ranking
 from ledger.sessions.grants import SessionGrants
 from projections import memory as memory_proj
 from projections.memory import MemoryGraph
@@ -152,14 +153,20 @@ class MemoryCommands(MemoryRevisions):
             hits = self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
             with self._memory_lock:
                 graph, clock = self._live()
-                if hits is not None:
-                    similarity: dict[str, float] | None = rc.similarity_from_rank({h.block_id: h.score for h in hits})
-                    candidates = [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
-                else:
-                    similarity = None
-                    candidates = list(graph.live_blocks(spec.tag_prefix))
-                candidates = [b for b in candidates if rc.in_frame(b, spec)]
-                ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                if hits is not None or spec.tag_prefix is not None:  # the hits, or the frame's tag index: few
+                    similarity = None if hits is None else rc.similarity_from_rank({h.block_id: h.score for h in hits})
+                    found = (
+                        [graph.blocks[h.block_id] for h in hits if h.block_id in graph.blocks]
+                        if hits is not None
+                        else graph.live_blocks(spec.tag_prefix)
+                    )
+                    candidates = [b for b in found if rc.in_frame(b, spec)]
+                    ranked = rc.score_blocks(candidates, spec.weights, graph, clock, similarity)
+                    count = len(ranked)
+                else:  # every live block competes: scored by column, views built for the pool only
+                    columns = BlockColumns(graph)
+                    ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(None))
+                    ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
                 memory_version = graph.version
             texts: dict[str, str] = {}
 
@@ -167,7 +174,7 @@ class MemoryCommands(MemoryRevisions):
                 texts.update(self.block_texts(blocks))
                 return texts
 
-            shown = rc.recollect(ranked, spec, top_k, text_of)
+            shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
             ttl = self.kernel.config.token_ttl
             expires = (
                 self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
@@ -202,6 +209,7 @@ class MemoryCommands(MemoryRevisions):
                     for s in shown.shown
                 ],
                 dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
+                dropped_beyond_pool=shown.beyond_pool,
                 active_hours=event.active_hours,
                 session_id=session_id,
                 token_expires_at=event.token_expires_at,

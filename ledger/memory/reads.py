@@ -13,13 +13,13 @@ from ledger.core.events import MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
 from ledger.kernel import Kernel
 from ledger.memory import decisions as memory
-from ledger.memory import recall as rc
 from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, LookupResult, MemoryStats, Neighbour
+from ledger.memory.scoring import BlockColumns, Ranking, Scored
 from ledger.sessions.report import SearchHit
 from projections import decay
 from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
-from projections.memory import MemoryGraph
+from projections.memory import MemoryGraph, tags_match
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
 
 MEMORY_EVENT_TYPES = (
@@ -99,21 +99,22 @@ class MemoryReads:
             raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
         limit = memory.check_limit(limit)
         with self._graph(as_of, position) as (graph, clock, until, moment):
+            c = BlockColumns(graph, tags=tag is not None, tier=tier is not None)
             chosen = [
-                b
-                for b in graph.blocks.values()
-                if (tag is None or b.has_tag(tag))
-                and (tier is None or b.tier == tier)
-                and (archived is None or (b.archived == archived and (archived or b.superseded_by is None)))
+                i
+                for i in range(len(c))
+                if (tag is None or tags_match(c.tags[i], tag))
+                and (tier is None or c.tier[i] == tier)
+                and (archived is None or (c.live[i] if not archived else c.archived[i]))
             ]
-            ranked = rc.score_blocks(chosen, decay.ATTENTION_WEIGHTS, graph, clock)
-        page = ranked[:limit]
+            ranking = Ranking(graph, clock, decay.ATTENTION_WEIGHTS, c, chosen)
+            page = ranking.best(limit)
         texts = self.block_texts([s.block for s in page])
         return BlockList(
             as_of=moment,
             position=until,
             active_hours=round(clock.now, 6),
-            count=len(ranked),
+            count=len(ranking),
             blocks=[BlockOut.of(s, texts[s.block.block_id]) for s in page],
         )
 
@@ -187,11 +188,12 @@ class MemoryReads:
             return stats_of(*self._live())
 
 
-def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> rc.Scored:
+def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> Scored:
     """One block scored (query-less, attention weights) against every live block."""
-    peers = [b for b in graph.live_blocks() if b.block_id != block.block_id]
-    ranked = rc.score_blocks([block, *peers], decay.ATTENTION_WEIGHTS, graph, clock)
-    return next(s for s in ranked if s.block.block_id == block.block_id)
+    c = BlockColumns(graph)
+    row = c.ids.index(block.block_id)
+    peers = [i for i in c.in_frame(None) if i != row]
+    return Ranking(graph, clock, decay.ATTENTION_WEIGHTS, c, [row, *peers]).scored(0)
 
 
 def stats_of(graph: MemoryGraph, clock: ActiveClock) -> MemoryStats:

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from ledger.core.errors import InvalidInput
 from ledger.core.events import Frame, MemoryCurated
 from ledger.memory.diversity import Similarity, SimilarityFactory, mmr, word_overlap
+from ledger.memory.scoring import BlockColumns, Ranking, Scored, weighted_degrees
 from projections import decay
 from projections.active_hours import ActiveClock
 from projections.memory import BlockView, MemoryGraph
@@ -66,16 +67,6 @@ def estimate_tokens(text: str) -> int:
 # --- scoring -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
-    """A block with its score breakdown and the inputs behind it."""
-
-    block: BlockView
-    breakdown: decay.ScoreBreakdown
-    active_hours_since: float
-    degree: float
-
-
 def weighted_degree(graph: MemoryGraph, block_id: str, clock: ActiveClock) -> float:
     """Sum over the block's co-retrieval edges of their decayed weight plus the co-retrieval bonus."""
     total = 0.0
@@ -95,7 +86,8 @@ def score_blocks(
     clock: ActiveClock,
     similarity: Mapping[str, float] | None = None,
 ) -> list[Scored]:
-    """Score ``blocks`` against each other, best first (ties by block id).
+    """Score ``blocks`` against each other, best first (ties by block id). (Over every block of the graph without
+    a query, ``scoring.Ranking`` gives the same scores for a fraction of the cost.)
 
     Centrality is weighted degree over the largest in the scored set and reinforcement is against the most
     reinforced block of the set, as the seed's system normalises them. Without ``similarity`` (no query) the
@@ -187,12 +179,14 @@ class Shown:
 
 @dataclass(frozen=True, slots=True)
 class Recollection:
-    """What a recall shows: the rendered text, the blocks in it, and those left out with the reason."""
+    """What a recall shows: the rendered text, the blocks in it, those of the pool left out with the reason, and
+    how many candidates ranked below the pool (counted, not listed: without a query that is every other block)."""
 
     text: str
     tokens: int
     shown: tuple[Shown, ...]
     dropped: tuple[tuple[str, Literal["top_k", "token_budget"]], ...]
+    beyond_pool: int = 0
 
 
 def render(spec: FrameSpec, shown: Sequence[tuple[BlockView, str]]) -> str:
@@ -217,6 +211,7 @@ def recollect(
     top_k: int,
     texts: Callable[[Sequence[BlockView]], Mapping[str, str]],
     similarity: SimilarityFactory = word_overlap,
+    candidates: int | None = None,
 ) -> Recollection:
     """Reserve the guaranteed slots, fill the others by MMR, then fill the frame's token budget greedily.
 
@@ -224,14 +219,21 @@ def recollect(
     from); ``similarity`` builds the block similarity MMR uses from them. Filling stops at the first block that
     does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so the text never
     exceeds the budget and the agent still gets the best block.
+
+    ``ranked`` needs to hold only the best ``top_k × 4`` of the ``candidates`` ranked (default: all are in it).
+    The pool's blocks not shown are listed as dropped (``top_k`` or ``token_budget``); the candidates below the
+    pool never competed and are only counted (``beyond_pool``), so the answer does not grow with the ledger.
     """
     pool = list(ranked[: top_k * CANDIDATES_PER_SLOT])
+    beyond = (len(ranked) if candidates is None else candidates) - len(pool)
+    if beyond < 0:
+        raise ValueError(f"{len(pool)} ranked blocks are more than the {candidates} candidates")
     text_of = texts([s.block for s in pool])
     chosen = enforce_guarantees(pool, spec, top_k, similarity(text_of))
     reserved = {s.block.block_id for s in reserved_slots(pool, spec, top_k)}
     chosen_ids = {s.block.block_id for s in chosen}
     dropped: list[tuple[str, Literal["top_k", "token_budget"]]] = [
-        (s.block.block_id, "top_k") for s in ranked if s.block.block_id not in chosen_ids
+        (s.block.block_id, "top_k") for s in pool if s.block.block_id not in chosen_ids
     ]
     shown: list[Shown] = []
     for i, s in enumerate(chosen):
@@ -248,7 +250,7 @@ def recollect(
             dropped += [(x.block.block_id, "token_budget") for x in chosen[i:]]
         break
     text = render(spec, [(x.scored.block, x.content) for x in shown])
-    return Recollection(text, estimate_tokens(text), tuple(shown), tuple(dropped))
+    return Recollection(text, estimate_tokens(text), tuple(shown), tuple(dropped), beyond)
 
 
 def _cut_to_fit(spec: FrameSpec, block: BlockView, content: str) -> str:
@@ -268,29 +270,35 @@ def curate_due(graph: MemoryGraph, clock: ActiveClock) -> bool:
 
 def decide_curate(graph: MemoryGraph, clock: ActiveClock, trigger: Literal["manual", "auto"]) -> MemoryCurated:
     """Archive decayed blocks (sparing constitutional blocks and bridges), prune weak edges, reinforce every
-    constitutional block and the top 5 by composite score."""
-    live = sorted(graph.live_blocks(), key=lambda b: b.block_id)
-    degrees = {b.block_id: weighted_degree(graph, b.block_id, clock) for b in live}
-    cutoff = decay.bridge_cutoff(degrees.values())
+    constitutional block and the top 5 by composite score.
 
-    def archivable(b: BlockView) -> bool:
-        if b.constitutional or (cutoff is not None and degrees[b.block_id] >= cutoff):
+    Every live block is weighed, so this reads the block table by column (``scoring.BlockColumns``) and builds a
+    view only for the five it reinforces."""
+    columns = BlockColumns(graph, tags=True)
+    ids, tags, lam_of = columns.ids, columns.tags, columns.lam_of(graph)
+    live = sorted(columns.in_frame(None), key=ids.__getitem__)
+    degrees = weighted_degrees(graph, clock, [ids[i] for i in live], lam_of)
+    cutoff = decay.bridge_cutoff(degrees)
+    since = clock.hours_since_micros()
+
+    def archivable(i: int, degree: float) -> bool:
+        if decay.CONSTITUTIONAL_TAG in tags[i] or (cutoff is not None and degree >= cutoff):
             return False
-        return decay.recency(b.lam, clock.hours_since(b.last_reinforced_at)) < decay.ARCHIVE_SCORE_THRESHOLD
+        return decay.recency(columns.lam[i], since(columns.last_reinforced[i])) < decay.ARCHIVE_SCORE_THRESHOLD
 
-    archived = [b.block_id for b in live if archivable(b)]
+    archived = [ids[i] for i, degree in zip(live, degrees, strict=True) if archivable(i, degree)]
     gone = set(archived)
     pruned: list[tuple[str, str]] = []
     for key in sorted(graph.edges):
         if key[0] in gone or key[1] in gone:
             continue  # leaves with its archived block
         edge = graph.edges[key]
-        lam = decay.edge_lambda(graph.blocks[key[0]].lam, graph.blocks[key[1]].lam, edge.count)
+        lam = decay.edge_lambda(lam_of[key[0]], lam_of[key[1]], edge.count)
         if decay.edge_weight(lam, clock.hours_since(edge.last_co_retrieved_at)) < decay.EDGE_PRUNE_THRESHOLD:
             pruned.append(key)
-    remaining = [b for b in live if b.block_id not in gone]
-    constitutional = [b.block_id for b in remaining if b.constitutional]
-    top = score_blocks(remaining, decay.SELF_WEIGHTS, graph, clock)[: decay.CURATE_TOP_REINFORCED]
+    remaining = [i for i in live if ids[i] not in gone]
+    constitutional = [ids[i] for i in remaining if decay.CONSTITUTIONAL_TAG in tags[i]]
+    top = Ranking(graph, clock, decay.SELF_WEIGHTS, columns, remaining).best(decay.CURATE_TOP_REINFORCED)
     return MemoryCurated(
         trigger=trigger,
         active_hours=clock.now,

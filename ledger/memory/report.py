@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ledger.memory.recall import Scored
+from ledger.memory.scoring import Scored
 from ledger.sessions.report import SearchHit
 
 
@@ -106,6 +106,9 @@ class RecalledBlock(BlockOut):
 
 
 class DroppedBlock(BaseModel):
+    """A block of the recall's candidate pool left out: it lost its slot (``top_k``) or did not fit the frame's
+    token budget (``token_budget``)."""
+
     block_id: str
     reason: Literal["top_k", "token_budget"]
 
@@ -119,7 +122,15 @@ class RecallResult(BaseModel):
     tokens: int
     token_budget: int
     blocks: list[RecalledBlock]
-    dropped: list[DroppedBlock]
+    dropped: list[DroppedBlock] = Field(
+        description="the blocks of the candidate pool (the top_k × 4 best-ranked candidates) that are not shown, "
+        "with the reason; candidates ranked below the pool are only counted in dropped_beyond_pool"
+    )
+    dropped_beyond_pool: int = Field(
+        description="how many more candidates ranked below the pool and never competed for a slot (without a "
+        "query: every other live block of the frame); counted, not listed, so the answer does not grow with the "
+        "ledger"
+    )
     active_hours: float
     session_id: str | None
     token_expires_at: _dt.datetime | None

@@ -19,7 +19,8 @@ COLDSTART = "## Cold start (scripts/bench_coldstart.py)"
 STARTUP = "## Start-up (scripts/bench_startup.py)"
 RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
 UI = "## Dashboard page load (scripts/bench_ui.py)"
-SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL, UI)
+RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
+SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL, UI, RECALL_FRAMES)
 
 
 def find_heading(doc: str, heading: str) -> int:

@@ -21,6 +21,12 @@ from projections.memory import BlockView
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 moments = st.integers(min_value=0, max_value=10**12).map(lambda us: T0 + _dt.timedelta(microseconds=us))
+
+
+def micros(moment: _dt.datetime) -> int:
+    return (moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)) // _dt.timedelta(microseconds=1)
+
+
 KEYS = [f"blk_{i:02d}" for i in range(12)] + ["blk_x", "blk_é1"]  # most of one width (packable), two not
 
 
@@ -88,6 +94,13 @@ def test_a_column_table_behaves_as_the_dict_it_replaces(ops: list[tuple[str, str
     with pytest.raises(KeyError):
         table["missing"]
     assert dict(table.field("tags")) == {k: v.tags for k, v in model.items() if v is not None}
+    keys, (tags, archived, lam, outcomes) = table.gather("tags", "archived_at", "lam", "outcomes")
+    assert len(keys) == len(set(keys)) and all(len(c) == len(keys) for c in (tags, archived, lam, outcomes))
+    assert dict(zip(keys, zip(tags, archived, lam, outcomes, strict=True), strict=True)) == {
+        k: (v.tags, None if v.archived_at is None else micros(v.archived_at), v.lam, v.outcomes)
+        for k, v in model.items()
+        if v is not None
+    }
     assert codec.loads(codec.dumps({"t": table})) == {"t": model}
 
 

@@ -112,8 +112,10 @@ def test_a_recollection_never_exceeds_the_budget_and_accounts_for_every_candidat
     result = rc.recollect(items, spec, top_k, texts_of)
     shown = [s.scored.block.block_id for s in result.shown]
     dropped = [b for b, _ in result.dropped]
+    pool = [s.block.block_id for s in items[: top_k * rc.CANDIDATES_PER_SLOT]]
     assert result.tokens <= spec.token_budget
-    assert sorted(shown + dropped) == sorted(s.block.block_id for s in items)
+    assert sorted(shown + dropped) == sorted(pool)  # the pool is accounted for block by block
+    assert result.beyond_pool == len(items) - len(pool)  # the candidates below it only by count
     assert len(shown) <= top_k and (not items or shown)  # the best candidate is always shown, cut if need be
     assert all(s.truncated == (s.content != TEXTS[s.scored.block.block_id]) for s in result.shown)
 
