@@ -13,6 +13,8 @@ from ledger.enforcement.decisions import EnforcementConfigError, RuleSet, load_r
 from ledger.service import Actor, Ledger, LedgerConfig
 from ledger.sessions import receipts
 from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
+from projections import embedder
+from projections.embedding_index import EmbeddingIndex
 from projections.search_index import SearchIndex
 
 
@@ -34,7 +36,7 @@ def _build(
     store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), clock=clock, timeouts=settings.timeouts)
     return Ledger(
         store=store,
-        index=SearchIndex(store),
+        index=search_index(store, settings),
         key=key,
         signer=signer,
         config=LedgerConfig(
@@ -49,6 +51,17 @@ def _build(
         ),
         clock=clock,
     )
+
+
+def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
+    """The search index, hybrid (with an embedding index whose model loads on first use) when the ``[semantic]``
+    extra is installed and ``LEDGER_SEMANTIC`` is not false; its ``retrieval`` says which and why."""
+    available, why = embedder.status()
+    if not settings.semantic:
+        available, why = False, "BM25 alone: turned off by LEDGER_SEMANTIC=false"
+    index = SearchIndex(store, semantic=EmbeddingIndex(store) if available else None)
+    index.retrieval = why
+    return index
 
 
 def _workflow(settings: Settings) -> Workflow:

@@ -24,7 +24,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -35,6 +35,9 @@ from ledger.core.events import MemoryCurated, MemoryForgotten, MemoryRemembered,
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
+from projections import hybrid
+from projections.embedder import SemanticUnavailable
+from projections.embedding_index import EmbeddingIndex
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -114,8 +117,15 @@ class Skip:
 class SearchIndex:
     """Full-text index over memory blocks, maintained by catching up on the event log."""
 
-    def __init__(self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST) -> None:
+    def __init__(
+        self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST, semantic: EmbeddingIndex | None = None
+    ) -> None:
         self.store = store
+        self.semantic = semantic
+        """The embedding index (the ``[semantic]`` extra): search is hybrid with it, BM25 alone without it."""
+        self.mode: hybrid.Mode = "hybrid"
+        self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"
+        """What search ranks by, and why not hybrid (``doctor`` and ``/health`` show it)."""
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
         self.analyse = True
@@ -155,9 +165,11 @@ class SearchIndex:
             self.catch_up()
 
     def drop(self) -> None:
-        """Drop the index and forget its checkpoint (the log is untouched)."""
+        """Drop the index (and the embedding index) and forget its checkpoint (the log is untouched)."""
         with self.store.write_transaction(INDEX_LOCK) as cur:
             self._drop(cur)
+        if self.semantic is not None:
+            self.semantic.drop()
 
     def _drop(self, cur: Any) -> None:
         for ddl in _DROP[self.dialect]:
@@ -286,10 +298,14 @@ class SearchIndex:
         cur.execute("RELEASE SAVEPOINT index_apply")
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the index and rebuild it from the whole log."""
+        """Drop the index and rebuild it from the whole log (and the embedding index, when there is one)."""
         self.drop()
         self.create_schema()
-        return self.catch_up(progress)
+        indexed = self.catch_up(progress)
+        if self.semantic is not None:
+            self.semantic.create_schema()
+            self.semantic.catch_up()
+        return indexed
 
     def _set_checkpoint(self, cur: Any, position: int) -> None:
         if self.dialect == "sqlite":
@@ -350,13 +366,27 @@ class SearchIndex:
         with self.store.read_cursor() as cur:
             head, pending = self._pending(cur)
             if not pending:
-                return self._ranked(cur, terms, limit, tag_prefix)
+                return self._ranked(cur, query, terms, limit, tag_prefix)
         self._apply_up_to(head)
         with self.store.read_cursor() as cur:
-            return self._ranked(cur, terms, limit, tag_prefix)
+            return self._ranked(cur, query, terms, limit, tag_prefix)
 
-    def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
+    @property
+    def hybrid(self) -> bool:
+        """Whether search fuses embeddings in (the extra is installed and the mode is not ``bm25``)."""
+        return self.semantic is not None and self.mode != "bm25"
+
+    def _ranked(self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
+        """Full-text ranking, fused with the embeddings when :attr:`hybrid` (then with every hit's ``bm25`` and
+        ``cosine``); the embedding index is brought up to date on the same connection first."""
+        lexical = ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
+        if self.semantic is not None and self.mode != "bm25":
+            try:
+                return hybrid.search(self.semantic, query, lexical, limit, tag_prefix, self.mode, cur)
+            except SemanticUnavailable as exc:  # the extra is there but its model will not load: say so, go on
+                log.warning("hybrid search off: %s", exc)
+                self.semantic, self.retrieval = None, f"BM25 alone: {exc}"
+        return [replace(h, bm25=h.score) for h in lexical]
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:

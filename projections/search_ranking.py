@@ -31,6 +31,12 @@ class Hit:
     content: str
     tags: list[str]
     score: float
+    strong: bool = True
+    """Matches every word that matters (the AND stage); False for a weak, OR-only match."""
+    bm25: float | None = None
+    """The full-text score (BM25; PostgreSQL ``ts_rank_cd``) when full text found it; set by fusion."""
+    cosine: float | None = None
+    """The embedding cosine with the query when hybrid search is on; set by fusion."""
 
 
 def ranked(
@@ -101,6 +107,7 @@ def ranked(
     # Every strong match is also an OR match: the best limit + len(strong) OR matches hold the best weak ones.
     seen = {h.block_id for h in strong}
     weak = [h for h in rank(any_word, limit + len(strong)) if h.block_id not in seen][: limit - len(strong)]
+    weak = [Hit(h.block_id, h.content, h.tags, h.score, strong=False) for h in weak]
     return strong + _below(weak, strong)
 
 
@@ -112,7 +119,7 @@ def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
     if top <= 0 or floor <= 0:
         return weak
     factor = min(1.0, WEAK_SCALE * floor / top)
-    return [Hit(h.block_id, h.content, h.tags, h.score * factor) for h in weak]
+    return [Hit(h.block_id, h.content, h.tags, h.score * factor, strong=False) for h in weak]
 
 
 def _words_that_matter(cur: Any, dialect: str, terms: list[str], rank_at_most: int) -> tuple[list[str], bool]:

@@ -35,7 +35,8 @@ from benchkit import docs
 from api.bootstrap import initialise
 from api.settings import Settings
 from ledger.service import Actor, Ledger
-from projections import search_index
+from projections import fusion, search_index
+from projections.hybrid import Mode
 from projections.query_analysis import query_terms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +50,12 @@ _CONSTITUTIONAL_NAMES = "identity economy curiosity connection uncertainty feedb
 CONSTITUTIONAL_LABELS = tuple(f"con-{name}" for name in _CONSTITUTIONAL_NAMES.split())
 """Labels of the ten constitutional blocks, in the order ``setup_memory`` creates them (seed 002's Step 0)."""
 
-Search = Callable[[str, int], list[str]]
-"""A retriever's search: ``(query, limit)`` to block ids, best first."""
+Search = Callable[[str, int, str | None], list[str]]
+"""A retriever's search: ``(query, limit, tag prefix)`` to block ids, best first."""
+SELF_FRAME = "seed, self frame"
+"""Seed 002's examples are self-frame retrievals ("SELF FRAME RETRIEVAL (top_k=5)"): they are scored twice, over
+the whole memory (``seed``, through ``Ledger.search``) and over the blocks tagged ``self/`` (the self frame's
+candidates, through the index with that tag prefix)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,25 +134,50 @@ def build(home: Path, blocks: Sequence[Block]) -> Context:
     return Context(ledger, ledger.clock_in(AGENT, "eval").session_id, ids)
 
 
-def bm25(ctx: Context) -> Search:
-    """``Ledger.search`` as it is: BM25 with query analysis."""
-
-    def search(query: str, limit: int) -> list[str]:
+def _mode(ctx: Context, mode: Mode) -> Search:
+    def search(query: str, limit: int, prefix: str | None) -> list[str]:
         ctx.ledger.index.analyse = True
-        return [h.block_id for h in ctx.ledger.search(AGENT, ctx.session_id, query, limit).results]
+        ctx.ledger.index.mode = mode
+        try:
+            return _search(ctx, query, limit, prefix)
+        finally:
+            ctx.ledger.index.mode = "hybrid"
 
     return search
+
+
+def _search(ctx: Context, query: str, limit: int, prefix: str | None) -> list[str]:
+    if prefix is None:
+        return [h.block_id for h in ctx.ledger.search(AGENT, ctx.session_id, query, limit).results]
+    return [h.block_id for h in ctx.ledger.index.search(query, limit, prefix)]
+
+
+def bm25(ctx: Context) -> Search:
+    """``Ledger.search`` with BM25 alone (query analysis on), as without the ``[semantic]`` extra."""
+    return _mode(ctx, "bm25")
+
+
+def embeddings(ctx: Context) -> Search:
+    """The embedding index alone: blocks by cosine with the query."""
+    return _mode(ctx, "embeddings")
+
+
+def hybrid(ctx: Context) -> Search:
+    """``Ledger.search`` as it is with the ``[semantic]`` extra: BM25 fused with the embeddings."""
+    return _mode(ctx, "hybrid")
 
 
 def bm25_before(ctx: Context) -> Search:
     """``Ledger.search`` without query analysis: every word OR-ed, stop words included (before issue 14)."""
 
-    def search(query: str, limit: int) -> list[str]:
+    def search(query: str, limit: int, prefix: str | None) -> list[str]:
         ctx.ledger.index.analyse = False
+        ctx.ledger.index.mode = "bm25"
         try:
-            return [h.block_id for h in ctx.ledger.search(AGENT, ctx.session_id, query, limit).results]
+            return _search(ctx, query, limit, prefix)
         finally:
             ctx.ledger.index.analyse = True
+            ctx.ledger.index.mode = "hybrid"
 
     return search
 
@@ -155,18 +185,23 @@ def bm25_before(ctx: Context) -> Search:
 RETRIEVERS: dict[str, Callable[[Context], Search]] = {
     "BM25, before query analysis": bm25_before,
     "BM25": bm25,
+    "embeddings": embeddings,
+    "hybrid": hybrid,
 }
+SEMANTIC = ("embeddings", "hybrid")
+"""Retrievers that need the ``[semantic]`` extra (left out, with a note, without it)."""
 
 
 def evaluate(search: Search, cases: Sequence[Case], ids: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
     """(recall@K, reciprocal rank) of every case, by kind."""
     out: dict[str, list[tuple[float, float]]] = {}
     for case in cases:
-        ranked = search(case.query, MRR_DEPTH)
-        relevant = {ids[label] for label in case.relevant}
-        found = len(relevant & set(ranked[:K])) / len(relevant)
-        rank = next((i for i, b in enumerate(ranked, 1) if b in relevant), None)
-        out.setdefault(case.kind, []).append((found, 1 / rank if rank else 0.0))
+        for kind, prefix in [(case.kind, None)] + ([(SELF_FRAME, "self/")] if case.kind == "seed" else []):
+            ranked = search(case.query, MRR_DEPTH, prefix)
+            relevant = {ids[label] for label in case.relevant}
+            found = len(relevant & set(ranked[:K])) / len(relevant)
+            rank = next((i for i, b in enumerate(ranked, 1) if b in relevant), None)
+            out.setdefault(kind, []).append((found, 1 / rank if rank else 0.0))
     return out
 
 
@@ -174,6 +209,8 @@ def summarise(per_kind: dict[str, list[tuple[float, float]]]) -> dict[str, Score
     """Mean recall@K and MRR per kind and ``all``."""
     rows = {kind: per_kind[kind] for kind in KINDS if kind in per_kind}
     rows["all"] = [x for v in rows.values() for x in v]
+    if SELF_FRAME in per_kind:  # the seed's queries again, in their frame: not counted twice in "all"
+        rows[SELF_FRAME] = per_kind[SELF_FRAME]
     return {k: Score(len(v), sum(r for r, _ in v) / len(v), sum(m for _, m in v) / len(v)) for k, v in rows.items()}
 
 
@@ -181,18 +218,42 @@ def run(
     cases: Sequence[Case], blocks: Sequence[Block], names: Sequence[str] | None = None
 ) -> dict[str, dict[str, Score]]:
     """Build the ledger and score every retriever (or those ``names``); the ledger is thrown away after."""
+    return run_splits(cases, blocks, names)["all"]
+
+
+def split(cases: Sequence[Case]) -> dict[str, list[Case]]:
+    """All queries; the odd-numbered ones (1st, 3rd, ... in the file: the half the fusion weight was chosen on);
+    the even-numbered ones (held out: never looked at while choosing)."""
+    return {"all": list(cases), "tuning (odd)": list(cases[0::2]), "held out (even)": list(cases[1::2])}
+
+
+def run_splits(
+    cases: Sequence[Case], blocks: Sequence[Block], names: Sequence[str] | None = None, weights: Sequence[float] = ()
+) -> dict[str, dict[str, dict[str, Score]]]:
+    """Scores per split (:func:`split`) and retriever; with ``weights``, hybrid is also scored at each fusion
+    weight (``hybrid w=…``), the sweep the weight was chosen from on the tuning half."""
     with tempfile.TemporaryDirectory(prefix="eval-retrieval-") as tmp:
         ctx = build(Path(tmp), blocks)
         try:
-            return {
-                name: summarise(evaluate(RETRIEVERS[name](ctx), cases, ctx.ids)) for name in (names or list(RETRIEVERS))
-            }
+            chosen = [n for n in (names or list(RETRIEVERS)) if n not in SEMANTIC or ctx.ledger.index.semantic]
+            if len(chosen) < len(names or RETRIEVERS):
+                print(f"without the [semantic] extra: {', '.join(SEMANTIC)} left out ({ctx.ledger.index.retrieval})")
+            out: dict[str, dict[str, dict[str, Score]]] = {}
+            for part, subset in split(cases).items():
+                out[part] = {name: summarise(evaluate(RETRIEVERS[name](ctx), subset, ctx.ids)) for name in chosen}
+                for w in weights if ctx.ledger.index.semantic else ():
+                    saved, fusion.LEXICAL_WEIGHT = fusion.LEXICAL_WEIGHT, w  # type: ignore[misc]
+                    try:
+                        out[part][f"hybrid w={w:g}"] = summarise(evaluate(hybrid(ctx), subset, ctx.ids))
+                    finally:
+                        fusion.LEXICAL_WEIGHT = saved  # type: ignore[misc]
+            return out
         finally:
             ctx.ledger.store.dispose()
 
 
 def table(results: dict[str, dict[str, Score]]) -> str:
-    kinds = [k for k in (*KINDS, "all") if any(k in r for r in results.values())]
+    kinds = [k for k in (*KINDS, "all", SELF_FRAME) if any(k in r for r in results.values())]
     head = "| retriever | " + " | ".join(f"{k} (n={next(iter(results.values()))[k].queries})" for k in kinds) + " |"
     lines = [head, "|---" * (len(kinds) + 1) + "|"]
     for name, scores in results.items():
@@ -226,15 +287,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, help="evaluate only the first N queries (a quick check)")
     parser.add_argument("--retriever", action="append", choices=list(RETRIEVERS), help="only these (repeatable)")
+    parser.add_argument("--sweep", type=float, nargs="*", help="also score hybrid at these fusion weights")
     parser.add_argument("--write", action="store_true", help="write the table to docs/BENCHMARKS.md")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
     args = parser.parse_args(argv)
     blocks, cases = load()
     cases = cases[: args.queries] if args.queries else cases
-    results = run(cases, blocks, args.retriever)
-    print(table(results))
+    results = run_splits(cases, blocks, args.retriever, args.sweep or ())
+    for part, scores in results.items():
+        print(f"\n{part}\n{table(scores)}")
     if args.write:
-        docs.write_section(args.output, SECTION, section(results, len(blocks) + len(CONSTITUTIONAL_LABELS), len(cases)))
+        total = len(blocks) + len(CONSTITUTIONAL_LABELS)
+        docs.write_section(args.output, SECTION, section(results, total, len(cases)))
         print(f"written to {args.output}")
     return 0
 

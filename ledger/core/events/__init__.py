@@ -16,10 +16,12 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    ContradictionFlagged,
     Frame,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
+    MemoryLinked,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
@@ -57,6 +59,7 @@ __all__ = [
     "ApiKeyRevoked",
     "ComplianceRefused",
     "ComplianceStamped",
+    "ContradictionFlagged",
     "DomainEvent",
     "Frame",
     "KeyRole",
@@ -64,6 +67,7 @@ __all__ = [
     "MemoryCurated",
     "MemoryDuplicateRejected",
     "MemoryForgotten",
+    "MemoryLinked",
     "MemoryOutcomeRecorded",
     "MemoryRecalled",
     "MemoryRemembered",

@@ -11,9 +11,11 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    ContradictionFlagged,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
+    MemoryLinked,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
@@ -38,6 +40,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryLinked,
+    ContradictionFlagged,
     ComplianceStamped,
     ComplianceRefused,
     AnchorAttempted,
