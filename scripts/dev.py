@@ -82,7 +82,7 @@ def check_node_for_ci() -> None:
 
 
 def cmd_test(args: list[str]) -> int:
-    ensure_venv("dev")
+    ensure_venv("dev,semantic")  # the suite tests hybrid search with the real model
     check_postgres_for_ci()
     check_node_for_ci()
     for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
@@ -106,7 +106,7 @@ def cmd_test(args: list[str]) -> int:
 
 
 def cmd_serve(args: list[str]) -> int:
-    ensure_venv("")
+    ensure_venv("semantic")  # hybrid search in the quickstart service
     return run(BIN / "compliance-ledger", "serve", *args)
 
 

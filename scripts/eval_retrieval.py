@@ -126,11 +126,15 @@ def shared_words(case: Case, blocks: Sequence[Block]) -> dict[str, list[str]]:
 
 def build(home: Path, blocks: Sequence[Block]) -> Context:
     """A fresh ledger in ``home`` with the constitution and ``blocks`` remembered, and a session open."""
-    ledger, _ = initialise(Settings(home=home, database_url=f"sqlite:///{home / 'ledger.db'}"))  # type: ignore[call-arg]
+    settings = Settings(home=home, database_url=f"sqlite:///{home / 'ledger.db'}", semantic=True)  # type: ignore[call-arg]
+    ledger, _ = initialise(settings)
     seeded = ledger.setup_memory(AGENT).created
     ids = dict(zip(CONSTITUTIONAL_LABELS, seeded, strict=True))
     for b in blocks:
-        ids[b.label] = ledger.remember(AGENT, b.content, list(b.tags)).block_id
+        stored = ledger.remember(AGENT, b.content, list(b.tags))
+        if stored.status != "created":  # consolidation linked it to another block: the set must be distinct
+            raise ValueError(f"block {b.label} was not stored ({stored.status} to {stored.block_id})")
+        ids[b.label] = stored.block_id
     return Context(ledger, ledger.clock_in(AGENT, "eval").session_id, ids)
 
 

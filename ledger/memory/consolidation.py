@@ -7,7 +7,8 @@ written for the purpose (``tests/unit/test_consolidation.py``, docs/DESIGN_NOTES
 
 * all-MiniLM-L6-v2 puts restatements of one fact at 0.91–0.97 ("restarts every night at 2am" / "reboots nightly
   at 2 am" 0.91) and related but different facts of one topic at 0.6–0.8, so a contribution at
-  :data:`DUPLICATE_COSINE` (0.90) or above with the same polarity is linked, not stored;
+  :data:`DUPLICATE_COSINE` (0.90) or above with the same polarity and the same numbers is linked, not stored
+  (texts that differ in a number, "port 8080" / "port 8081", are different facts however close: 0.98);
 * it scores a statement and its negation 0.89–0.94 ("Always run the migrations before deploying" / "Never run
   ..." 0.89): embeddings do not see negation, so above :data:`CONTRADICTION_COSINE` (0.80) a pair whose
   polarity differs (one has *not / never / don't / avoid / no ...*, the other not) and whose other content words
@@ -116,6 +117,12 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def numbers(text: str) -> frozenset[str]:
+    """The tokens with a digit in them: "port 8080" and "port 8081" are different facts however close their
+    embeddings (0.98), so a near-duplicate must state the same numbers."""
+    return frozenset(w for w in tokens(text) if any(c.isdigit() for c in w))
+
+
 def overlap(a: str, b: str) -> float:
     """Jaccard overlap of the two texts' content words."""
     x, y = content_words(a), content_words(b)
@@ -133,6 +140,6 @@ def decide(text: str, neighbours: Sequence[Neighbour], method: Method) -> Verdic
             return Verdict("flag", n.block_id, n.similarity)
     for n in neighbours:
         same = n.similarity >= DUPLICATE_COSINE if method == "cosine" else n.similarity >= DUPLICATE_WORDS
-        if same and negated(n.content) == polarity:
+        if same and negated(n.content) == polarity and numbers(text) == numbers(n.content):
             return Verdict("link", n.block_id, n.similarity)
     return Verdict("store")
