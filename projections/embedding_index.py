@@ -100,9 +100,18 @@ class _Matrix:
             mask[i] = _has_prefix(tags_json, prefix)
         self.count += 1
 
-    def remove(self, block_id: str) -> None:
-        found = np.flatnonzero(self.ids[: self.count] == block_id.encode())
-        self.live[found] = False
+    def remove(self, block_ids: list[bytes]) -> None:
+        """Mark rows dead (one vectorised pass however many); when fewer than half the rows live, drop the dead
+        ones so the product is not paid for them (after a curate that archived most blocks, say)."""
+        n = self.count
+        self.live[:n] &= ~np.isin(self.ids[:n], np.array(block_ids, dtype="S40"))
+        alive = int(self.live[:n].sum())
+        if n > 1024 and alive < n // 2:
+            keep = np.flatnonzero(self.live[:n])
+            self.rows, self.scales, self.ids = self.rows[keep], self.scales[keep], self.ids[keep]
+            self.origins, self.live = self.origins[keep], self.live[keep]
+            self.masks = {prefix: mask[keep] for prefix, mask in self.masks.items()}
+            self.count = alive
 
 
 def _has_prefix(tags_json: str, prefix: str) -> bool:
@@ -309,12 +318,15 @@ class EmbeddingIndex:
                 (matrix.position,),
             )
             newest = matrix.position
+            gone: list[bytes] = []
             for block_id, origin, tags_json, live, changed, scale, vec in cur:
                 if live:
                     matrix.add(block_id, int(origin), tags_json, float(scale), bytes(vec))
                 else:
-                    matrix.remove(block_id)
+                    gone.append(block_id.encode())
                 newest = max(newest, int(changed))
+            if gone:
+                matrix.remove(gone)
             matrix.position = max(newest, reflected)
 
     def _mask(self, matrix: _Matrix, prefix: str) -> Any:

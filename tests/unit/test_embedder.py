@@ -79,3 +79,17 @@ def test_the_setting_turns_hybrid_off(tmp_path: Path) -> None:
         assert index.retrieval == "BM25 alone: turned off by LEDGER_SEMANTIC=false"
     finally:
         store.dispose()
+
+
+def test_the_matrix_drops_dead_rows_once_most_are_gone() -> None:
+    from projections.embedding_index import _Matrix
+
+    matrix = _Matrix()
+    for i in range(2000):
+        matrix.add(f"b{i}", i, '["self/x"]' if i % 2 else "[]", 1.0, bytes(embedder.DIMENSIONS))
+    matrix.remove([f"b{i}".encode() for i in range(10)])
+    assert matrix.count == 2000 and int(matrix.live[:2000].sum()) == 1990  # a few dead rows stay, marked
+    matrix.masks["self/"] = np.array([i % 2 == 1 for i in range(len(matrix.ids))])
+    matrix.remove([f"b{i}".encode() for i in range(1500)])
+    assert matrix.count == 500 and bool(matrix.live.all()) and matrix.ids[0] == b"b1500"
+    assert matrix.origins[:3].tolist() == [1500, 1501, 1502] and matrix.masks["self/"][:2].tolist() == [False, True]
