@@ -14,7 +14,6 @@ from ledger.service import Actor, Ledger, LedgerConfig
 from ledger.sessions import receipts
 from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
 from projections import embedder
-from projections.embedding_index import EmbeddingIndex
 from projections.search_index import SearchIndex
 
 
@@ -59,7 +58,12 @@ def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
     available, why = embedder.status()
     if not settings.semantic:
         available, why = False, "BM25 alone: turned off by LEDGER_SEMANTIC=false"
-    index = SearchIndex(store, semantic=EmbeddingIndex(store) if available else None)
+    semantic = None
+    if available:
+        from projections.embedding_index import EmbeddingIndex  # numpy: only with the extra
+
+        semantic = EmbeddingIndex(store)
+    index = SearchIndex(store, semantic=semantic)
     index.retrieval = why
     return index
 

@@ -8,13 +8,15 @@ ranks them. Texts of blocks found only by their embedding are read from the log 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ledger.core.events import MemoryRemembered
 from ledger.core.mapper import decode
 from projections import fusion
-from projections.embedding_index import EmbeddingIndex
 from projections.search_ranking import Hit
+
+if TYPE_CHECKING:  # numpy is only there with the [semantic] extra: imported where an embedding index is built
+    from projections.embedding_index import EmbeddingIndex
 
 Mode = Literal["hybrid", "bm25", "embeddings"]
 """How search ranks: fused (default when the ``[semantic]`` extra is installed), full text alone, or embeddings

@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
@@ -37,7 +37,6 @@ from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
 from projections import hybrid
 from projections.embedder import SemanticUnavailable
-from projections.embedding_index import EmbeddingIndex
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -51,6 +50,9 @@ def _fatal(exc: BaseException) -> bool:
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
 
+
+if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
+    from projections.embedding_index import EmbeddingIndex
 
 log = logging.getLogger(__name__)
 

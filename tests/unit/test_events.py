@@ -65,6 +65,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemorySuperseded(block_id="blk_1", by_block_id="blk_4", session_id="ses_1"),
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
+    ev.MemoryLinked(block_id="blk_1", candidate_id="blk_4", similarity=0.93, method="cosine", session_id="ses_1"),
+    ev.ContradictionFlagged(block_id="blk_5", contradicts="blk_1", similarity=0.89, method="words"),
     ev.TaskCreated(task_id="t-1", task_type="task", title="Ünïcode task", status="ready", role="dev", dna={"a": [1]}),
     ev.TaskDnaUpdated(task_id="t-1", set={"memory_query_session": "ses_1", "n": 1.5}, removed=["a"]),
     ev.TaskTransitioned(
