@@ -339,40 +339,42 @@ class EmbeddingIndex:
             matrix.masks[prefix] = mask
         return mask
 
-    def cosines(self, query: Any, cur: Any | None = None) -> tuple[_Matrix, Any]:
-        """The cosine of ``query`` (a unit vector) with every row of the matrix (dead rows included)."""
-        matrix = self.sync(cur)
+    def _cosines(self, matrix: _Matrix, query: Any) -> Any:
+        """The cosine of ``query`` (a unit vector) with every row of ``matrix`` (dead rows included; hold the
+        lock: the buffer is shared and the matrix may not change meanwhile)."""
         n = matrix.count
         out = np.empty(n, dtype=np.float32)
         q = np.asarray(query, dtype=np.float32)
-        with self._lock:  # the buffer is shared
-            for start in range(0, n, CHUNK_ROWS):
-                stop = min(n, start + CHUNK_ROWS)
-                block = self._buffer[: stop - start]
-                np.copyto(block, matrix.rows[start:stop], casting="unsafe")
-                np.matmul(block, q, out=out[start:stop])
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(n, start + CHUNK_ROWS)
+            block = self._buffer[: stop - start]
+            np.copyto(block, matrix.rows[start:stop], casting="unsafe")
+            np.matmul(block, q, out=out[start:stop])
         out *= matrix.scales[:n]
-        return matrix, out
+        return out
 
     def nearest(
         self, query: Any, k: int, tag_prefix: str | None = None, cur: Any | None = None
     ) -> list[tuple[str, float, int]]:
         """The ``k`` live blocks most similar to ``query`` (a unit vector), best first: ``(block_id, cosine,
         origin)`` (origin: the position of the block's ``MemoryRemembered``, which holds its text)."""
-        matrix, scores = self.cosines(query, cur)
-        n = matrix.count
-        if n == 0:
-            return []
-        keep = matrix.live[:n]
-        if tag_prefix is not None:
-            keep = keep & self._mask(matrix, tag_prefix)[:n]
-        scores = np.where(keep, scores, -np.inf)
-        k = min(k, int(keep.sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((matrix.ids[top], -scores[top]))]
-        return [(matrix.ids[i].decode(), float(scores[i]), int(matrix.origins[i])) for i in top]
+        self.sync(cur)
+        with self._lock:  # one consistent matrix for the product and the selection
+            matrix = self._matrix
+            if matrix is None or matrix.count == 0:
+                return []
+            n = matrix.count
+            scores = self._cosines(matrix, query)
+            keep = matrix.live[:n]
+            if tag_prefix is not None:
+                keep = keep & self._mask(matrix, tag_prefix)[:n]
+            scores = np.where(keep, scores, -np.inf)
+            k = min(k, int(keep.sum()))
+            if k <= 0:
+                return []
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.lexsort((matrix.ids[top], -scores[top]))]
+            return [(matrix.ids[i].decode(), float(scores[i]), int(matrix.origins[i])) for i in top]
 
     def vectors_of(self, block_ids: Sequence[str], cur: Any) -> dict[str, Any]:
         """The stored (dequantised) vectors of some blocks, read by primary key."""
