@@ -299,14 +299,15 @@ class SearchIndex:
             raise
         cur.execute("RELEASE SAVEPOINT index_apply")
 
-    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the index and rebuild it from the whole log (and the embedding index, when there is one)."""
-        self.drop()
+    def rebuild(self, progress: Callable[[int], None] | None = None, embeddings: bool = True) -> int:
+        """Drop the index and rebuild it from the whole log; with ``embeddings`` the embedding index too (every
+        block embedded again: minutes on a large ledger)."""
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            self._drop(cur)
         self.create_schema()
         indexed = self.catch_up(progress)
-        if self.semantic is not None:
-            self.semantic.create_schema()
-            self.semantic.catch_up()
+        if embeddings and self.semantic is not None:
+            self.semantic.rebuild()
         return indexed
 
     def _set_checkpoint(self, cur: Any, position: int) -> None:

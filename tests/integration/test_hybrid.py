@@ -188,3 +188,22 @@ def test_without_the_extra_installed_search_is_bm25_and_consolidation_uses_words
     assert first.startswith("BM25 alone: numpy, onnxruntime, tokenizers not installed")
     assert first.endswith("| linked words | None True")
     assert second == "False"
+
+
+def test_replay_rebuild_rebuilds_the_embedding_index_and_plain_replay_leaves_it(
+    hybrid: Ledger, tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER_SEMANTIC", "true")
+    semantic = hybrid.index.semantic
+    assert semantic is not None and search(hybrid, PARAPHRASE)  # caught up
+    checkpoint = semantic.checkpoint()
+    args = ["--home", str(tmp_path), "--db", db_url, "replay"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert semantic.checkpoint() == checkpoint  # plain replay: the full-text index only
+    semantic.drop()
+    assert semantic.checkpoint() == 0
+    assert CliRunner().invoke(app, [*args, "--rebuild"]).exit_code == 0
+    assert semantic.checkpoint() == hybrid.store.head()[0]
+    with hybrid.store.read_cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM memory_vectors WHERE live = 1")
+        assert int(cur.fetchone()[0]) == len(BLOCKS)
