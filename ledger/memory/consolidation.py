@@ -31,6 +31,9 @@ SAME_WORDS: Final = 0.6
 DUPLICATE_WORDS: Final = 0.9
 """Without embeddings: the word overlap at which a contribution is a near-duplicate (the lexical fallback)."""
 NEIGHBOURS: Final = 5
+QUERY_WORDS: Final = 24
+"""Without embeddings, the near-duplicates are looked up by a full-text search for the text's first 24 content
+words (a 10,000-character text would otherwise cost the index a probe per word)."""
 NEGATIONS: Final = frozenset(
     [
         "not",

@@ -21,6 +21,7 @@ from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
 from projections.embedder import SemanticUnavailable
 from projections.memory import MemoryGraph
+from projections.query_analysis import query_terms
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
 
 MEMORY_EVENT_TYPES = (
@@ -184,8 +185,8 @@ class MemoryReads:
                     if isinstance(event, MemoryRemembered) and event.block_id == found:
                         neighbours.append(consolidation.Neighbour(found, event.content, cos))
                 return consolidation.decide(content, neighbours, "cosine"), "cosine"
-        try:
-            hits = index.search(content, consolidation.NEIGHBOURS)
+        try:  # the text's first content words make the query (each word of a query costs the index a probe)
+            hits = index.search(" ".join(query_terms(content)[: consolidation.QUERY_WORDS]), consolidation.NEIGHBOURS)
         except InvalidInput:  # no searchable word in the text: nothing to compare it with
             hits = []
         neighbours = [
