@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 from api.settings import Settings
 from ledger.core import clock as _clock
@@ -15,6 +17,9 @@ from ledger.sessions import receipts
 from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
 from projections import embedder
 from projections.search_index import SearchIndex
+
+if TYPE_CHECKING:
+    from projections.embedding_index import EmbeddingIndex
 
 
 @dataclass(frozen=True)
@@ -58,14 +63,15 @@ def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
     available, why = embedder.status()
     if not settings.semantic:
         available, why = False, "BM25 alone: turned off by LEDGER_SEMANTIC=false"
-    semantic = None
-    if available:
-        from projections.embedding_index import EmbeddingIndex  # numpy: only with the extra
-
-        semantic = EmbeddingIndex(store)
-    index = SearchIndex(store, semantic=semantic)
+    index = SearchIndex(store, semantic=partial(_embedding_index, store) if available else None)
     index.retrieval = why
     return index
+
+
+def _embedding_index(store: SqlEventStore) -> EmbeddingIndex:
+    from projections.embedding_index import EmbeddingIndex  # numpy, on the first search: not when the ledger opens
+
+    return EmbeddingIndex(store)
 
 
 def _workflow(settings: Settings) -> Workflow:

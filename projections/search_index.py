@@ -120,14 +120,15 @@ class SearchIndex:
     """Full-text index over memory blocks, maintained by catching up on the event log."""
 
     def __init__(
-        self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST, semantic: EmbeddingIndex | None = None
+        self,
+        store: SqlEventStore,
+        rank_at_most: int = RANK_AT_MOST,
+        semantic: EmbeddingIndex | Callable[[], EmbeddingIndex] | None = None,
     ) -> None:
         self.store = store
-        self.semantic = semantic
-        """The embedding index (the ``[semantic]`` extra): search is hybrid with it, BM25 alone without it."""
+        self._semantic = semantic
         self.mode: hybrid.Mode = "hybrid"
-        self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"
-        """What search ranks by, and why not hybrid (``doctor`` and ``/health`` show it)."""
+        self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"  # doctor, /health
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
         self.analyse = True
@@ -375,20 +376,22 @@ class SearchIndex:
             return self._ranked(cur, query, terms, limit, tag_prefix)
 
     @property
-    def hybrid(self) -> bool:
-        """Whether search fuses embeddings in (the extra is installed and the mode is not ``bm25``)."""
-        return self.semantic is not None and self.mode != "bm25"
+    def semantic(self) -> EmbeddingIndex | None:
+        """The embedding index (the ``[semantic]`` extra; a factory is built on first use, numpy imported then)."""
+        if callable(self._semantic):
+            self._semantic = self._semantic()
+        return self._semantic
 
     def _ranked(self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        """Full-text ranking, fused with the embeddings when :attr:`hybrid` (then with every hit's ``bm25`` and
-        ``cosine``); the embedding index is brought up to date on the same connection first."""
+        """Full-text ranking, fused with the embeddings (:mod:`projections.hybrid`) unless :attr:`mode` is
+        ``bm25`` or there are none; every hit carries its ``bm25`` and ``cosine``."""
         lexical = ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
         if self.semantic is not None and self.mode != "bm25":
             try:
                 return hybrid.search(self.semantic, query, lexical, limit, tag_prefix, self.mode, cur)
             except SemanticUnavailable as exc:  # the extra is there but its model will not load: say so, go on
                 log.warning("hybrid search off: %s", exc)
-                self.semantic, self.retrieval = None, f"BM25 alone: {exc}"
+                self._semantic, self.retrieval = None, f"BM25 alone: {exc}"
         return [replace(h, bm25=h.score) for h in lexical]
 
 

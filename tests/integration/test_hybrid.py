@@ -207,3 +207,34 @@ def test_replay_rebuild_rebuilds_the_embedding_index_and_plain_replay_leaves_it(
     with hybrid.store.read_cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM memory_vectors WHERE live = 1")
         assert int(cur.fetchone()[0]) == len(BLOCKS)
+
+
+LAZY = """
+import sys
+from pathlib import Path
+from api.bootstrap import initialise
+from api.settings import Settings
+from ledger.service import Actor
+
+home = Path(sys.argv[1])
+ledger, _ = initialise(Settings(home=home, database_url=f"sqlite:///{home / 'l.db'}", semantic=True))
+opened = "numpy" in sys.modules or "onnxruntime" in sys.modules
+sid = ledger.clock_in(Actor("elf", "cli"), "dev").session_id
+ledger.search(Actor("elf", "cli"), sid, "anything", 3)
+print(opened, "onnxruntime" in sys.modules, ledger.index.retrieval)
+"""
+
+
+def test_a_hybrid_ledger_opens_without_numpy_or_the_model_and_loads_them_on_the_first_search(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", LAZY, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[:2] == ["False", "True"]

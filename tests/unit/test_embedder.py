@@ -75,7 +75,7 @@ def test_the_setting_turns_hybrid_off(tmp_path: Path) -> None:
     store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), timeouts=settings.timeouts)
     try:
         index = search_index(store, settings)
-        assert index.semantic is None and not index.hybrid
+        assert index.semantic is None
         assert index.retrieval == "BM25 alone: turned off by LEDGER_SEMANTIC=false"
     finally:
         store.dispose()
