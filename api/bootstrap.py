@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 from api.settings import Settings
 from ledger.core import clock as _clock
@@ -13,7 +15,11 @@ from ledger.enforcement.decisions import EnforcementConfigError, RuleSet, load_r
 from ledger.service import Actor, Ledger, LedgerConfig
 from ledger.sessions import receipts
 from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
+from projections import embedder
 from projections.search_index import SearchIndex
+
+if TYPE_CHECKING:
+    from projections.embedding_index import EmbeddingIndex
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,7 @@ def _build(
     store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), clock=clock, timeouts=settings.timeouts)
     return Ledger(
         store=store,
-        index=SearchIndex(store),
+        index=search_index(store, settings),
         key=key,
         signer=signer,
         config=LedgerConfig(
@@ -52,6 +58,23 @@ def _build(
         ),
         clock=clock,
     )
+
+
+def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
+    """The search index, hybrid (with an embedding index whose model loads on first use) when the ``[semantic]``
+    extra is installed and ``LEDGER_SEMANTIC`` is not false; its ``retrieval`` says which and why."""
+    available, why = embedder.status()
+    if not settings.semantic:
+        available, why = False, "BM25 alone: turned off by LEDGER_SEMANTIC=false"
+    index = SearchIndex(store, semantic=partial(_embedding_index, store) if available else None)
+    index.retrieval = why
+    return index
+
+
+def _embedding_index(store: SqlEventStore) -> EmbeddingIndex:
+    from projections.embedding_index import EmbeddingIndex  # numpy, on the first search: not when the ledger opens
+
+    return EmbeddingIndex(store)
 
 
 def _workflow(settings: Settings) -> Workflow:

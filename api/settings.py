@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     snapshot_every_events: int = Field(
         10_000, ge=0, le=10**9, description="write a signed projection snapshot every this many events (0: never)"
     )
+    semantic: bool = Field(
+        True,
+        description="hybrid search (BM25 + local embeddings) and consolidation when the [semantic] extra is "
+        "installed; false: BM25 alone",
+    )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535, description="serve: the port to listen on; 0 picks a free one")

@@ -24,8 +24,8 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
@@ -43,6 +43,8 @@ from ledger.core.events import (
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
+from projections import hybrid
+from projections.embedder import SemanticUnavailable
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -56,6 +58,9 @@ def _fatal(exc: BaseException) -> bool:
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
 
+
+if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
+    from projections.embedding_index import EmbeddingIndex
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +130,16 @@ class Skip:
 class SearchIndex:
     """Full-text index over memory blocks, maintained by catching up on the event log."""
 
-    def __init__(self, store: SqlEventStore, rank_at_most: int = RANK_AT_MOST) -> None:
+    def __init__(
+        self,
+        store: SqlEventStore,
+        rank_at_most: int = RANK_AT_MOST,
+        semantic: EmbeddingIndex | Callable[[], EmbeddingIndex] | None = None,
+    ) -> None:
         self.store = store
+        self._semantic = semantic
+        self.mode: hybrid.Mode = "hybrid"
+        self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"  # doctor, /health
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
         self.analyse = True
@@ -166,9 +179,11 @@ class SearchIndex:
             self.catch_up()
 
     def drop(self) -> None:
-        """Drop the index and forget its checkpoint (the log is untouched)."""
+        """Drop the index (and the embedding index) and forget its checkpoint (the log is untouched)."""
         with self.store.write_transaction(INDEX_LOCK) as cur:
             self._drop(cur)
+        if self.semantic is not None:
+            self.semantic.drop()
 
     def _drop(self, cur: Any) -> None:
         for ddl in _DROP[self.dialect]:
@@ -312,11 +327,16 @@ class SearchIndex:
             raise
         cur.execute("RELEASE SAVEPOINT index_apply")
 
-    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the index and rebuild it from the whole log."""
-        self.drop()
+    def rebuild(self, progress: Callable[[int], None] | None = None, embeddings: bool = True) -> int:
+        """Drop the index and rebuild it from the whole log; with ``embeddings`` the embedding index too (every
+        block embedded again: minutes on a large ledger)."""
+        with self.store.write_transaction(INDEX_LOCK) as cur:
+            self._drop(cur)
         self.create_schema()
-        return self.catch_up(progress)
+        indexed = self.catch_up(progress)
+        if embeddings and self.semantic is not None:
+            self.semantic.rebuild()
+        return indexed
 
     def _set_checkpoint(self, cur: Any, position: int) -> None:
         if self.dialect == "sqlite":
@@ -377,13 +397,29 @@ class SearchIndex:
         with self.store.read_cursor() as cur:
             head, pending = self._pending(cur)
             if not pending:
-                return self._ranked(cur, terms, limit, tag_prefix)
+                return self._ranked(cur, query, terms, limit, tag_prefix)
         self._apply_up_to(head)
         with self.store.read_cursor() as cur:
-            return self._ranked(cur, terms, limit, tag_prefix)
+            return self._ranked(cur, query, terms, limit, tag_prefix)
 
-    def _ranked(self, cur: Any, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
-        return ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
+    @property
+    def semantic(self) -> EmbeddingIndex | None:
+        """The embedding index (the ``[semantic]`` extra; a factory is built on first use, numpy imported then)."""
+        if callable(self._semantic):
+            self._semantic = self._semantic()
+        return self._semantic
+
+    def _ranked(self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
+        """Full-text ranking, fused with the embeddings (:mod:`projections.hybrid`) unless :attr:`mode` is
+        ``bm25`` or there are none; every hit carries its ``bm25`` and ``cosine``."""
+        lexical = ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
+        if self.semantic is not None and self.mode != "bm25":
+            try:
+                return hybrid.search(self.semantic, query, lexical, limit, tag_prefix, self.mode, cur)
+            except SemanticUnavailable as exc:  # the extra is there but its model will not load: say so, go on
+                log.warning("hybrid search off: %s", exc)
+                self._semantic, self.retrieval = None, f"BM25 alone: {exc}"
+        return [replace(h, bm25=h.score) for h in lexical]
 
 
 def _batches(records: Iterator[StoredRecord], size: int) -> Iterator[list[StoredRecord]]:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from projections.query_analysis import STOP_WORDS
+
 RANK_AT_MOST = 2000
 """A query word matching more blocks than this is *common*: when the query has rarer words, only those are
 ranked (they are the words that matter); a query of common words only ranks its newest this-many matches. So
@@ -31,6 +33,12 @@ class Hit:
     content: str
     tags: list[str]
     score: float
+    strong: bool = True
+    """Matches every word that matters (the AND stage); False for a weak, OR-only match."""
+    bm25: float | None = None
+    """The full-text score (BM25; PostgreSQL ``ts_rank_cd``) when full text found it; set by fusion."""
+    cosine: float | None = None
+    """The embedding cosine with the query when hybrid search is on; set by fusion."""
 
 
 def ranked(
@@ -49,6 +57,8 @@ def ranked(
     # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
     tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"
     sqlite = dialect == "sqlite"
+    if not sqlite and all(t in STOP_WORDS for t in terms):
+        return _stop_words_pg(cur, terms, limit, tag_like, rank_at_most)
     kept, capped = _words_that_matter(cur, dialect, terms, rank_at_most)
     if not kept:
         return []
@@ -101,7 +111,22 @@ def ranked(
     # Every strong match is also an OR match: the best limit + len(strong) OR matches hold the best weak ones.
     seen = {h.block_id for h in strong}
     weak = [h for h in rank(any_word, limit + len(strong)) if h.block_id not in seen][: limit - len(strong)]
+    weak = [Hit(h.block_id, h.content, h.tags, h.score, strong=False) for h in weak]
     return strong + _below(weak, strong)
+
+
+def _stop_words_pg(cur: Any, terms: list[str], limit: int, tag_like: str | None, rank_at_most: int) -> list[Hit]:
+    """A query of stop words only on PostgreSQL: its ``english`` index holds no stop words, so the newest
+    ``rank_at_most`` blocks are matched with the ``simple`` configuration (no stop list) and ranked, as a query of
+    common words ranks its newest matches (FTS5 keeps stop words in its index and needs no such step)."""
+    tag_sql, params = ("", []) if tag_like is None else (" AND tags_json LIKE %s ESCAPE '\\'", [tag_like])
+    cur.execute(
+        "SELECT block_id, content, tags_json, ts_rank_cd(v, q) AS score FROM (SELECT block_id, content, tags_json,"
+        " to_tsvector('simple', content) AS v FROM memory_index ORDER BY seq DESC LIMIT %s) AS recent,"
+        f" to_tsquery('simple', %s) AS q WHERE v @@ q{tag_sql} ORDER BY score DESC, block_id LIMIT %s",
+        (rank_at_most, " | ".join(terms), *params, limit),
+    )
+    return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in cur.fetchall()]
 
 
 def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
@@ -112,7 +137,7 @@ def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
     if top <= 0 or floor <= 0:
         return weak
     factor = min(1.0, WEAK_SCALE * floor / top)
-    return [Hit(h.block_id, h.content, h.tags, h.score * factor) for h in weak]
+    return [Hit(h.block_id, h.content, h.tags, h.score * factor, strong=False) for h in weak]
 
 
 def _words_that_matter(cur: Any, dialect: str, terms: list[str], rank_at_most: int) -> tuple[list[str], bool]:

@@ -102,7 +102,7 @@ def check_chromium_for_ci() -> None:
 
 
 def cmd_test(args: list[str]) -> int:
-    ensure_venv("dev")
+    ensure_venv("dev,semantic")  # the suite tests hybrid search with the real model
     check_postgres_for_ci()
     check_node_for_ci()
     check_chromium_for_ci()
@@ -127,7 +127,7 @@ def cmd_test(args: list[str]) -> int:
 
 
 def cmd_serve(args: list[str]) -> int:
-    ensure_venv("")
+    ensure_venv("semantic")  # hybrid search in the quickstart service
     return run(BIN / "compliance-ledger", "serve", *args)
 
 

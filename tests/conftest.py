@@ -28,6 +28,11 @@ from tests.anchor_support import git
 hypothesis.settings.register_profile("ledger", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
 hypothesis.settings.load_profile("ledger")
 
+# Hybrid search is on by default when the [semantic] extra is installed (it is in the dev install). The suite's
+# tests pin full-text behaviour (query analysis, index versions, exact rankings), so ledgers they build search by
+# BM25 alone; tests of hybrid search and consolidation ask for it (``semantic=True``), and share one loaded model.
+os.environ.setdefault("LEDGER_SEMANTIC", "false")
+
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES"))
 

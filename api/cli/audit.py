@@ -136,7 +136,11 @@ def replay(
         list[str] | None, typer.Option("--block", help="also show this memory block's score at that moment")
     ] = None,
     rebuild: Annotated[
-        bool, typer.Option("--rebuild", help="also drop the projection snapshots and write new ones from position 0")
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="also rebuild the embedding index (hybrid search) and the projection snapshots from position 0",
+        ),
     ] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -151,7 +155,7 @@ def replay(
         rebuilt = snapshots = None
         if moment is None and position is None:
             with progress("rebuilding search index", None) as tick:
-                rebuilt = ledger.rebuild_index(tick)
+                rebuilt = ledger.rebuild_index(tick, embeddings=rebuild)
         if rebuild:
             with progress("rebuilding snapshots", head) as tick:
                 snapshots = ledger.rebuild_snapshots(tick)

@@ -85,6 +85,9 @@ def doctor(ctx: typer.Context) -> None:
         )
         checkpoint = ledger.index.checkpoint()
         row("search index", True, f"checkpoint {checkpoint} of {head} ({CHECKPOINT})")
+        row("retrieval", True, ledger.index.retrieval)
+        if ledger.index.semantic is not None:
+            row("embedding index", True, f"checkpoint {ledger.index.semantic.checkpoint()} of {head}")
         # An event the index cannot hold can only have been written to the database directly: a person looks.
         for k in ledger.index.skips():
             row("index skip", False, f"the search index skipped the event at position {k.position}: {k.reason}")

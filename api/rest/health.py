@@ -23,6 +23,11 @@ class Health(BaseModel):
         default_factory=list, description="positions of events the search index could not hold and skipped"
     )
     version: str = Field(default_factory=package_version, description="the ledger's version (package metadata)")
+    search: str = Field(
+        default="",
+        description="what memory search ranks by: 'hybrid: BM25 + ... embeddings', or 'BM25 alone: <why>' (the "
+        "[semantic] extra missing or LEDGER_SEMANTIC=false)",
+    )
 
 
 def router(ledger: Ledger) -> APIRouter:
@@ -55,6 +60,7 @@ def router(ledger: Ledger) -> APIRouter:
             database=ledger.store.dialect,
             head_position=probe.head_position,
             index_skipped=[k.position for k in skips],
+            search=ledger.index.retrieval,
         )
 
     return api

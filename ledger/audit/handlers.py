@@ -199,9 +199,10 @@ class AuditCommands:
         spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
         return active_hours_of(ActiveTime(spans), replay.moment, self.kernel.config.idle_timeout)
 
-    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
-        """Drop the derived search index and rebuild it from the log."""
-        return self.kernel.index.rebuild(progress)
+    def rebuild_index(self, progress: Callable[[int], None] | None = None, embeddings: bool = True) -> int:
+        """Drop the derived search index (and, with ``embeddings``, the embedding index) and rebuild it from the
+        log."""
+        return self.kernel.index.rebuild(progress, embeddings)
 
     def rebuild_snapshots(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop every projection snapshot and write new ones folded from position 0 (read models are derived

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
-from ledger.core.events import MemoryOutcomeRecorded, MemoryRecalled
+from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryOutcomeRecorded, MemoryRecalled
 from ledger.kernel import Actor, Kernel
 from ledger.keys import access
 from ledger.memory import constitution
@@ -66,11 +66,27 @@ class MemoryCommands(MemoryRevisions):
         if constitution.CONSTITUTIONAL_TAG in clean_tags:
             access.require_admin(actor, "add to the constitution (a block tagged self/constitutional)")
         block_id = memory.block_id_for(content)
+        verdict, method = self._consolidation(block_id, content)
 
         def attempt() -> RememberResult:
             session = self.grants.open_if(actor, session_id)
             state = self.kernel.store.load_stream(memory.stream_for(block_id))
-            event = memory.decide_remember(
+            meta = self.grants.meta(actor, session)
+            first = state.events[0].event if state.events else None
+            linked = first if isinstance(first, MemoryLinked) else None
+            if linked is not None or (state.version == 0 and verdict.action == "link"):
+                # a near-duplicate: linked to the block it repeats (again, if this very text was linked before)
+                if linked is not None:
+                    to, sim, how = linked.block_id, linked.similarity, linked.method
+                else:
+                    assert verdict.block_id is not None
+                    to, sim, how = verdict.block_id, verdict.similarity, method
+                event = MemoryLinked(
+                    block_id=to, candidate_id=block_id, similarity=round(sim, 6), method=how, session_id=session_id
+                )
+                self.kernel.append(actor, state.stream, state.version, [event], meta)
+                return RememberResult(block_id=to, status="linked", similarity=event.similarity, consolidation=how)
+            decided = memory.decide_remember(
                 stream_version=state.version,
                 block_id=block_id,
                 content=content,
@@ -79,9 +95,28 @@ class MemoryCommands(MemoryRevisions):
                 category=clean_category,
                 context=context,
             )
-            self.kernel.append(actor, state.stream, state.version, [event], self.grants.meta(actor, session))
+            events = [decided]
+            flag = state.version == 0 and verdict.action == "flag"
+            if flag:
+                assert verdict.block_id is not None
+                events.append(
+                    ContradictionFlagged(
+                        block_id=block_id,
+                        contradicts=verdict.block_id,
+                        similarity=round(verdict.similarity, 6),
+                        method=method,
+                        session_id=session_id,
+                    )
+                )
+            self.kernel.append(actor, state.stream, state.version, events, meta)
             status: Literal["created", "duplicate_rejected"] = "created" if state.version == 0 else "duplicate_rejected"
-            return RememberResult(block_id=block_id, status=status)
+            return RememberResult(
+                block_id=block_id,
+                status=status,
+                similarity=round(verdict.similarity, 6) if flag else None,
+                contradicts=verdict.block_id if flag else None,
+                consolidation=method,
+            )
 
         result = self.kernel.retrying(attempt)
         self._auto_curate(actor)
@@ -151,8 +186,11 @@ class MemoryCommands(MemoryRevisions):
             session = self.grants.open_if(actor, session_id)
             # Search first: the graph caught up afterwards holds every block the index returned.
             hits = self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
+            signals: dict[str, tuple[float | None, float | None]] = {}  # block id: (bm25, cosine)
             with self._memory_lock:
                 graph, clock = self._live()
+                if hits is not None:
+                    signals.update({h.block_id: (h.bm25, h.cosine) for h in hits})
                 if hits is not None or spec.tag_prefix is not None:  # the hits, or the frame's tag index: few
                     similarity = None if hits is None else rc.similarity_from_rank({h.block_id: h.score for h in hits})
                     found = (
@@ -202,7 +240,11 @@ class MemoryCommands(MemoryRevisions):
                 token_budget=spec.token_budget,
                 blocks=[
                     RecalledBlock(
-                        **BlockOut.of(s.scored, texts[s.scored.block.block_id]).model_dump(),
+                        **BlockOut.of(
+                            s.scored,
+                            texts[s.scored.block.block_id],
+                            *signals.get(s.scored.block.block_id, (None, None)),
+                        ).model_dump(),
                         guaranteed=s.guaranteed,
                         truncated=s.truncated,
                     )

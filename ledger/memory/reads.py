@@ -9,9 +9,10 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
-from ledger.core.events import MemoryRemembered, RecordedEvent
+from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
 from ledger.kernel import Kernel
+from ledger.memory import consolidation
 from ledger.memory import decisions as memory
 from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, LookupResult, MemoryStats, Neighbour
 from ledger.memory.scoring import BlockColumns, Ranking, Scored
@@ -19,7 +20,9 @@ from ledger.sessions.report import SearchHit
 from projections import decay
 from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
+from projections.embedder import SemanticUnavailable
 from projections.memory import MemoryGraph, tags_match
+from projections.query_analysis import query_terms
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
 
 MEMORY_EVENT_TYPES = (
@@ -32,7 +35,19 @@ MEMORY_EVENT_TYPES = (
     "MemoryForgotten",
     "MemoryArchived",
     "MemoryRestored",
+    "MemoryLinked",
+    "ContradictionFlagged",
 )
+
+
+def _consolidated(rec: RecordedEvent) -> tuple[str, ...]:
+    """The blocks a consolidation event names (the memory graph does not fold them; a block's history shows them)."""
+    e = rec.event
+    if isinstance(e, MemoryLinked):
+        return (e.block_id,)
+    if isinstance(e, ContradictionFlagged):
+        return (e.block_id, e.contradicts)
+    return ()
 
 
 def _memory_runner() -> ProjectionRunner:
@@ -144,7 +159,7 @@ class MemoryReads:
         history = [
             _history_entry(rec)
             for rec in self.kernel.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
-            if block_id in memory_proj.block_ids_of(rec)
+            if block_id in memory_proj.block_ids_of(rec) or block_id in _consolidated(rec)
         ]
         texts = self.block_texts([scored.block])
         return BlockDetail(
@@ -182,6 +197,38 @@ class MemoryReads:
                 )
             texts[b.block_id] = event.content
         return texts
+
+    def _consolidation(self, block_id: str, content: str) -> tuple[consolidation.Verdict, consolidation.Method]:
+        """Link, flag or store ``content`` (the block ``block_id`` it would be), against its nearest live blocks:
+        by embedding cosine with the ``[semantic]`` extra (the vector is handed to the embedding index, so it is not
+        computed twice), else by full-text search and word overlap. Returns the verdict and the method."""
+        index = self.kernel.index
+        neighbours: list[consolidation.Neighbour] = []
+        if index.semantic is not None:
+            try:
+                vector = index.semantic.embedder.embed_one(content)
+            except SemanticUnavailable:
+                vector = None
+            if vector is not None:
+                near = [n for n in index.semantic.nearest(vector, consolidation.NEIGHBOURS) if n[0] != block_id]
+                index.semantic.offer(block_id, vector)
+                records = self.kernel.store.records_at([origin for _, _, origin in near])
+                for found, cos, origin in near:
+                    event = decode(records[origin]).event if origin in records else None
+                    if isinstance(event, MemoryRemembered) and event.block_id == found:
+                        neighbours.append(consolidation.Neighbour(found, event.content, cos))
+                return consolidation.decide(content, neighbours, "cosine"), "cosine"
+        try:  # the text's first content words make the query (each word of a query costs the index a probe)
+            hits = index.search(" ".join(query_terms(content)[: consolidation.QUERY_WORDS]), consolidation.NEIGHBOURS)
+        except InvalidInput:  # no searchable word in the text: nothing to compare it with
+            hits = []
+        neighbours = [
+            consolidation.Neighbour(h.block_id, h.content, consolidation.overlap(content, h.content))
+            for h in hits
+            if h.block_id != block_id
+        ]
+        neighbours.sort(key=lambda n: -n.similarity)
+        return consolidation.decide(content, neighbours, "words"), "words"
 
     def memory_stats(self) -> MemoryStats:
         with self._memory_lock:

@@ -13,8 +13,19 @@ from ledger.sessions.report import SearchHit
 
 
 class RememberResult(BaseModel):
+    """What remember did. ``linked``: the text repeats an existing block (near-duplicate), which ``block_id``
+    names; nothing new was stored. ``contradicts``: the new block reads as the negation of that existing block;
+    both are kept and a ``ContradictionFlagged`` event asks a person to resolve it."""
+
     block_id: str
-    status: Literal["created", "duplicate_rejected"]
+    status: Literal["created", "duplicate_rejected", "linked"]
+    similarity: float | None = Field(
+        default=None, description="cosine (or word overlap without embeddings) with the linked or contradicted block"
+    )
+    contradicts: str | None = Field(default=None, description="the existing block this new one negates, if any")
+    consolidation: str = Field(
+        default="", description="how near-duplicates were looked for: 'cosine', 'words' (no [semantic] extra)"
+    )
 
 
 class MemorySetupResult(BaseModel):
@@ -37,9 +48,15 @@ class ScoreParts(BaseModel):
     weights: dict[str, float]
     active_hours_since_reinforced: float
     weighted_degree: float
+    bm25: float | None = Field(
+        default=None, description="the query's full-text score for this block (null: no query, or not a full-text hit)"
+    )
+    cosine: float | None = Field(
+        default=None, description="the embedding cosine with the query (null: no query, or search is BM25 alone)"
+    )
 
     @classmethod
-    def of(cls, s: Scored) -> ScoreParts:
+    def of(cls, s: Scored, bm25: float | None = None, cosine: float | None = None) -> ScoreParts:
         b = s.breakdown
         w = b.weights
         return cls(
@@ -58,6 +75,8 @@ class ScoreParts(BaseModel):
             },
             active_hours_since_reinforced=round(s.active_hours_since, 6),
             weighted_degree=round(s.degree, 6),
+            bm25=None if bm25 is None else round(bm25, 6),
+            cosine=None if cosine is None else round(cosine, 6),
         )
 
 
@@ -80,7 +99,7 @@ class BlockOut(BaseModel):
     score: ScoreParts
 
     @classmethod
-    def of(cls, s: Scored, content: str) -> BlockOut:
+    def of(cls, s: Scored, content: str, bm25: float | None = None, cosine: float | None = None) -> BlockOut:
         b = s.block
         return cls(
             block_id=b.block_id,
@@ -96,7 +115,7 @@ class BlockOut(BaseModel):
             created_at=b.created_at,
             archived_at=b.archived_at,
             superseded_by=b.superseded_by,
-            score=ScoreParts.of(s),
+            score=ScoreParts.of(s, bm25, cosine),
         )
 
 

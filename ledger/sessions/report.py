@@ -116,7 +116,19 @@ class SearchHit(BaseModel):
     block_id: str
     content: str
     tags: list[str]
-    score: float
+    score: float = Field(
+        description="the rank score: fused (cosine + 0.3 x relative BM25 of a strong match) when "
+        "search is hybrid, else the full-text score"
+    )
+    bm25: float | None = Field(
+        default=None,
+        description="the full-text score (BM25; PostgreSQL ts_rank_cd), null when only the embeddings found the block",
+    )
+    cosine: float | None = Field(
+        default=None,
+        description="the embedding cosine with the query; null when search "
+        "is BM25 alone (no [semantic] extra, or LEDGER_SEMANTIC=false)",
+    )
 
 
 class SearchResult(BaseModel):

@@ -68,6 +68,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
     ev.MemoryArchived(block_id="blk_2", reason="amended: folded into Economy"),
     ev.MemoryRestored(block_id="blk_2", reason="init --force: the constitution regenerated"),
+    ev.MemoryLinked(block_id="blk_1", candidate_id="blk_4", similarity=0.93, method="cosine", session_id="ses_1"),
+    ev.ContradictionFlagged(block_id="blk_5", contradicts="blk_1", similarity=0.89, method="words"),
     ev.TaskCreated(task_id="t-1", task_type="task", title="Ünïcode task", status="ready", role="dev", dna={"a": [1]}),
     ev.TaskDnaUpdated(task_id="t-1", set={"memory_query_session": "ses_1", "n": 1.5}, removed=["a"]),
     ev.TaskTransitioned(

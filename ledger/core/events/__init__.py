@@ -22,11 +22,13 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    ContradictionFlagged,
     Frame,
     MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
+    MemoryLinked,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
@@ -66,6 +68,7 @@ __all__ = [
     "ApiKeyRevoked",
     "ComplianceRefused",
     "ComplianceStamped",
+    "ContradictionFlagged",
     "DomainEvent",
     "Frame",
     "KeyRole",
@@ -74,6 +77,7 @@ __all__ = [
     "MemoryCurated",
     "MemoryDuplicateRejected",
     "MemoryForgotten",
+    "MemoryLinked",
     "MemoryOutcomeRecorded",
     "MemoryRecalled",
     "MemoryRemembered",

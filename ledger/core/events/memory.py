@@ -121,3 +121,27 @@ class MemoryRestored(DomainEvent):
     type_name: ClassVar[str] = "MemoryRestored"
     block_id: str
     reason: str
+
+
+class MemoryLinked(DomainEvent):
+    """A contribution was a near-duplicate of an existing block (cosine at or above the consolidation threshold,
+    or the lexical fallback's word overlap): it was linked to that block instead of stored twice."""
+
+    type_name: ClassVar[str] = "MemoryLinked"
+    block_id: str  # the existing block the contribution was linked to
+    candidate_id: str  # the id the contribution would have had (its content hash)
+    similarity: float
+    method: Literal["cosine", "words"]
+    session_id: str | None = None
+
+
+class ContradictionFlagged(DomainEvent):
+    """A new block reads as the negation of an existing near-duplicate ("never X" against "X"): both are kept and
+    a person resolves it (supersede or forget one)."""
+
+    type_name: ClassVar[str] = "ContradictionFlagged"
+    block_id: str  # the new block
+    contradicts: str  # the existing block
+    similarity: float
+    method: Literal["cosine", "words"]
+    session_id: str | None = None

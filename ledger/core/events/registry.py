@@ -17,10 +17,12 @@ from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
 from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
 from ledger.core.events.memory import (
+    ContradictionFlagged,
     MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
     MemoryForgotten,
+    MemoryLinked,
     MemoryOutcomeRecorded,
     MemoryRecalled,
     MemoryRemembered,
@@ -48,6 +50,8 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryForgotten,
     MemoryArchived,
     MemoryRestored,
+    MemoryLinked,
+    ContradictionFlagged,
     ComplianceStamped,
     ComplianceRefused,
     AnchorChallengeIssued,

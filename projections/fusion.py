@@ -1,0 +1,61 @@
+"""Fusing full-text (BM25) and embedding (cosine) results into one ranking; pure.
+
+``fused = cosine + LEXICAL_WEIGHT × lexical``, where ``lexical`` is a block's BM25 score over the best BM25 score
+of the query's *strong* matches (blocks matching every word of the query that matters, the AND stage of
+:mod:`projections.search_ranking`), and 0 for everything else. Weak matches (OR-only: some of the words) earn no
+lexical credit: they compete on their cosine alone, like any block the embeddings found. That is what keeps them
+out: plain reciprocal rank fusion gives the 5th weak match of a paraphrase query the same credit as the 5th
+strong match of a keyword query, and those weak matches pushed the right answers out of the top 5 (measured in
+``scripts/eval_retrieval.py``). A strong match, the keyword query's answer, keeps a lead proportional to how well
+it matched. ``LEXICAL_WEIGHT`` was chosen on the odd-numbered queries of the labelled set only (docs/DESIGN_NOTES.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Final
+
+from projections.search_ranking import Hit
+
+LEXICAL_WEIGHT: Final = 0.3
+"""How much the best strong full-text match is worth, in cosine units (cosines of related texts are 0.3–0.7)."""
+SEMANTIC_CANDIDATES: Final = 50
+"""How many nearest blocks by cosine join the full-text hits as candidates (at least the limit)."""
+
+
+def lexical_strength(hits: Sequence[Hit]) -> dict[str, float]:
+    """Each strong hit's score over the best strong score (0 to 1); weak hits are left out."""
+    strong = [h for h in hits if h.strong and h.score > 0]
+    if not strong:
+        return {}
+    best = max(h.score for h in strong)
+    return {h.block_id: h.score / best for h in strong}
+
+
+def fuse(
+    lexical: Sequence[Hit],
+    semantic: Sequence[Hit],
+    cosine: Mapping[str, float],
+    limit: int,
+    weight: float = LEXICAL_WEIGHT,
+) -> list[Hit]:
+    """The best ``limit`` of the full-text hits and the nearest blocks, by fused score (ties by block id).
+
+    ``semantic`` holds the nearest blocks (their text filled in); ``cosine`` the cosine of every candidate with the
+    query (a candidate without one counts 0). Each hit returned carries ``bm25`` (its full-text score, or ``None``)
+    and ``cosine``; ``score`` is the fused score.
+    """
+    strength = lexical_strength(lexical)
+    candidates: dict[str, Hit] = {}
+    for h in lexical:
+        candidates[h.block_id] = replace(h, bm25=h.score)
+    for h in semantic:
+        candidates.setdefault(h.block_id, replace(h, strong=False, bm25=None))
+    fused = []
+    for block_id, h in candidates.items():
+        cos = cosine.get(block_id, 0.0)
+        score = cos + weight * strength.get(block_id, 0.0)
+        fused.append(replace(h, score=score, cosine=cos))
+    fused.sort(key=lambda h: (-h.score, h.block_id))
+    return fused[:limit]
