@@ -24,7 +24,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
@@ -48,6 +48,14 @@ from projections.embedder import SemanticUnavailable
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
+from projections.search_schema import CHECKPOINT as CHECKPOINT
+from projections.search_schema import COMMON_DDL as _COMMON_DDL
+from projections.search_schema import DDL as _DDL
+from projections.search_schema import DROP as _DROP
+from projections.search_schema import TOKENIZE as TOKENIZE
+from projections.search_schema import TS_CONFIG as TS_CONFIG
+from projections.search_schema import VERSION as _VERSION
+from projections.search_schema import Skip as Skip
 
 
 def _fatal(exc: BaseException) -> bool:
@@ -64,11 +72,6 @@ if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT = "memory_search_index"
-TOKENIZE = "porter unicode61"
-"""FTS5's tokenizer: Porter stemming over Unicode word splitting, for the text and the query alike."""
-TS_CONFIG = "english"
-"""PostgreSQL's text search configuration: English stemming and stop words, for the text and the query alike."""
 OPTIMIZE_AFTER_REMOVALS = 1000
 _INDEXED = [
     t.type_name
@@ -81,50 +84,6 @@ _PENDING = (
 )
 BATCH_SIZE = 500
 MAX_REASON_CHARS = 500
-
-_SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
-    name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
-_VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
-_VERSION = {"sqlite": f"fts5 tokenize={TOKENIZE}", "postgresql": f"tsvector config={TS_CONFIG}"}
-"""What the index was built with: when it changes (a new tokenizer), opening the ledger rebuilds the index."""
-_COMMON_DDL = {
-    "sqlite": [
-        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
-        _SKIPS_DDL,
-        _VERSIONS_DDL,
-    ],
-    "postgresql": [
-        "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position BIGINT NOT NULL)",
-        _SKIPS_DDL,
-        _VERSIONS_DDL,
-    ],
-}
-_DDL = {
-    "sqlite": [
-        f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='{TOKENIZE}')""",
-    ],
-    "postgresql": [
-        """CREATE TABLE IF NOT EXISTS memory_index (
-               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
-        "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
-        # Insertion order, for bounding the candidates of a query made only of common words (newest first).
-        "ALTER TABLE memory_index ADD COLUMN IF NOT EXISTS seq BIGSERIAL",
-        "CREATE INDEX IF NOT EXISTS memory_index_seq ON memory_index (seq)",
-    ],
-}
-_DROP = {
-    "sqlite": ["DROP TABLE IF EXISTS memory_fts"],
-    "postgresql": ["DROP TABLE IF EXISTS memory_index"],
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """An event a derived index could not apply: its position and why."""
-
-    position: int
-    reason: str
 
 
 class SearchIndex:
