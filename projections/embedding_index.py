@@ -1,18 +1,14 @@
 """The memory embedding index: a derived, rebuildable projection of one vector per live memory block.
 
-Its table (``memory_vectors``) holds each block's vector int8-quantised (384 bytes and a float scale per block),
-its tags, whether it is live, and the position of the last event that changed the row; a checkpoint
-(``memory_embeddings`` in ``projection_checkpoints``) says how far in the log it is, and ``projection_versions``
-the model and encoding it was built with (another model: dropped and rebuilt). ``replay --rebuild`` drops and
-rebuilds it like the search index. Vectors are computed in the catch-up, outside the write lock (events are
-immutable, so a vector computed before the lock is still right after it); a block just remembered hands its
-vector over (:meth:`EmbeddingIndex.offer`) so it is not embedded twice.
+Its table (``memory_vectors``) holds each block's vector int8-quantised (384 bytes and a float scale), its tags,
+whether it is live, and the position of the last event that changed the row; a checkpoint (``memory_embeddings``)
+says how far in the log it is, and ``projection_versions`` the model and encoding it was built with (another:
+dropped and rebuilt, as ``replay --rebuild`` does). Vectors are computed outside the write lock (events are
+immutable); a block just remembered hands its vector over (:meth:`EmbeddingIndex.offer`), embedded once.
 
-Each process keeps the live vectors in one contiguous int8 matrix in memory, loaded lazily on the first search and
-kept current by reading only the rows changed since it last looked. A search asks one question of the database
-(is there a memory event after the position the matrix reflects? an index range probe, like the search index's),
-then cosine is a chunked matrix-vector product over the int8 rows (converted to float32 a few hundred rows at a
-time into one reused buffer), so no per-search scan of the table and no float32 copy of the matrix.
+Each process keeps the live vectors in one int8 matrix (:mod:`projections.embedding_matrix`), loaded on the first
+search and kept current by reading only the rows changed since. A search asks the database one question (a memory
+event after the position the matrix reflects?), then cosine is a chunked matrix-vector product: no per-search scan.
 """
 
 from __future__ import annotations
@@ -26,21 +22,37 @@ from typing import Any
 
 import numpy as np
 
-from ledger.core.events import MemoryCurated, MemoryForgotten, MemoryRemembered, MemorySuperseded
+from ledger.core.events import (
+    MemoryArchived,
+    MemoryCurated,
+    MemoryForgotten,
+    MemoryRemembered,
+    MemoryRestored,
+    MemorySuperseded,
+)
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from projections import embedder as _embedder
 from projections.embedder import DIMENSIONS, MODEL_ID, Embedder, SemanticUnavailable
+from projections.embedding_matrix import Matrix, has_prefix, quantise
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "memory_embeddings"
-ENCODING = "int8 per-row scale"
+ENCODING = "int8 per-row scale; archive and restore"
 BATCH_EVENTS = 1000
 """Events applied per catch-up transaction (a rebuild of 100k blocks is a hundred of them)."""
+INLINE_BLOCKS = 64
+"""At most this many blocks to embed and a search embeds them itself before it answers (a block remembered by
+another process since, say: tens of milliseconds each). More — a ledger whose memory predates the ``[semantic]``
+extra, or a rebuild — and a background thread embeds them, batch by batch, while searches go on with the vectors
+already there (blocks not embedded yet are still found by their words); ``replay --rebuild`` embeds them ahead."""
 CHUNK_ROWS = 512
 """Rows converted to float32 at a time for the product: a 768 kB buffer, reused."""
-_TYPES = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten)]
+_TYPES = [
+    t.type_name
+    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
+]
 _IN_TYPES = ", ".join("?" for _ in _TYPES)
 _DDL = {
     "sqlite": [
@@ -58,76 +70,20 @@ _DDL = {
 }
 
 
-def quantise(vectors: Any) -> tuple[Any, Any]:
-    """float32 rows to int8 rows and per-row scales (``row ≈ int8 × scale``; cosine keeps 3 decimals)."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    peak = np.abs(vectors).max(axis=1)
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    return np.round(vectors / scales[:, None]).astype(np.int8), scales
-
-
-class _Matrix:
-    """The in-memory vectors of one process: int8 rows, scales, block ids, live flags, tag-prefix masks."""
-
-    def __init__(self) -> None:
-        self.rows = np.zeros((0, DIMENSIONS), dtype=np.int8)
-        self.scales = np.zeros(0, dtype=np.float32)
-        self.ids = np.zeros(0, dtype="S40")
-        self.origins = np.zeros(0, dtype=np.int64)  # the position of each block's MemoryRemembered (its text)
-        self.live = np.zeros(0, dtype=bool)
-        self.tags: list[str] = []  # tags_json per row, only while a tag mask must be built from it
-        self.masks: dict[str, Any] = {}
-        self.count = 0
-        self.position = 0  # every event up to here is reflected
-
-    def add(self, block_id: str, origin: int, tags_json: str, scale: float, vec: bytes) -> None:
-        if self.count == len(self.rows):
-            grow = max(1024, self.count)
-            self.rows = np.concatenate([self.rows, np.zeros((grow, DIMENSIONS), dtype=np.int8)])
-            self.scales = np.concatenate([self.scales, np.zeros(grow, dtype=np.float32)])
-            self.ids = np.concatenate([self.ids, np.zeros(grow, dtype="S40")])
-            self.origins = np.concatenate([self.origins, np.zeros(grow, dtype=np.int64)])
-            self.live = np.concatenate([self.live, np.zeros(grow, dtype=bool)])
-            for prefix, mask in self.masks.items():
-                self.masks[prefix] = np.concatenate([mask, np.zeros(grow, dtype=bool)])
-        i = self.count
-        self.rows[i] = np.frombuffer(vec, dtype=np.int8)
-        self.scales[i] = scale
-        self.ids[i] = block_id.encode()
-        self.origins[i] = origin
-        self.live[i] = True
-        for prefix, mask in self.masks.items():
-            mask[i] = _has_prefix(tags_json, prefix)
-        self.count += 1
-
-    def remove(self, block_ids: list[bytes]) -> None:
-        """Mark rows dead (one vectorised pass however many); when fewer than half the rows live, drop the dead
-        ones so the product is not paid for them (after a curate that archived most blocks, say)."""
-        n = self.count
-        self.live[:n] &= ~np.isin(self.ids[:n], np.array(block_ids, dtype="S40"))
-        alive = int(self.live[:n].sum())
-        if n > 1024 and alive < n // 2:
-            keep = np.flatnonzero(self.live[:n])
-            self.rows, self.scales, self.ids = self.rows[keep], self.scales[keep], self.ids[keep]
-            self.origins, self.live = self.origins[keep], self.live[keep]
-            self.masks = {prefix: mask[keep] for prefix, mask in self.masks.items()}
-            self.count = alive
-
-
-def _has_prefix(tags_json: str, prefix: str) -> bool:
-    return any(t.startswith(prefix) for t in json.loads(tags_json))
-
-
 class EmbeddingIndex:
     """Vectors of the live memory blocks, caught up from the log, searched by cosine."""
 
-    def __init__(self, store: SqlEventStore, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, store: SqlEventStore, embedder: Embedder | None = None, *, inline_blocks: int = INLINE_BLOCKS
+    ) -> None:
         self.store = store
+        self.inline_blocks = inline_blocks
+        self._background: threading.Thread | None = None
         self.dialect = store.dialect
         self._embedder = embedder
         self.version = f"{MODEL_ID} {ENCODING}"
         self._schema_checked = False
-        self._matrix: _Matrix | None = None
+        self._matrix: Matrix | None = None
         self._lock = threading.Lock()
         self._offered: dict[str, Any] = {}
         self._buffer = np.empty((CHUNK_ROWS, DIMENSIONS), dtype=np.float32)
@@ -254,8 +210,10 @@ class EmbeddingIndex:
                     embedded += self._insert(cur, rec.position, event, vectors[event.block_id])
                 elif isinstance(event, MemoryCurated) and event.archived:
                     self._remove(cur, rec.position, event.archived)
-                elif isinstance(event, MemorySuperseded | MemoryForgotten):
+                elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryArchived):
                     self._remove(cur, rec.position, [event.block_id])
+                elif isinstance(event, MemoryRestored):
+                    self._restore(cur, rec.position, event.block_id)
             upsert = "ON CONFLICT(name) DO UPDATE SET position = excluded.position"
             cur.execute(
                 self.store.sql(f"INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) {upsert}"),
@@ -281,9 +239,63 @@ class EmbeddingIndex:
                 (position, block_id),
             )
 
+    def _restore(self, cur: Any, position: int, block_id: str) -> None:
+        """A block brought back (``MemoryRestored``): its row, kept when it was removed, is live again."""
+        cur.execute(
+            self.store.sql("UPDATE memory_vectors SET live = 1, changed = ? WHERE block_id = ? AND live = 0"),
+            (position, block_id),
+        )
+
+    def backlog(self, at_most: int) -> int:
+        """How many blocks remembered after the checkpoint wait to be embedded (counted up to ``at_most`` + 1)."""
+        with self.store.read_cursor() as cur:
+            start = self._checkpoint(cur)
+            cur.execute(
+                self.store.sql(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE type = ? AND position > ? LIMIT ?) AS waiting"
+                ),
+                (MemoryRemembered.type_name, start, at_most + 1),
+            )
+            return int(cur.fetchone()[0])
+
+    @property
+    def catching_up(self) -> bool:
+        """Whether a background catch-up of this process is embedding a backlog now."""
+        return self._background is not None and self._background.is_alive()
+
+    def wait_for_catch_up(self, timeout: float | None = None) -> bool:
+        """Wait for the background catch-up, if one runs; whether it has ended."""
+        thread = self._background
+        if thread is not None:
+            thread.join(timeout)
+        return not self.catching_up
+
+    def _catch_up_bounded(self) -> None:
+        """Catch up now when little waits; else (once per process at a time) in a background thread."""
+        if self.catching_up:
+            return  # searches use the rows embedded so far; the thread moves the checkpoint batch by batch
+        waiting = self.backlog(self.inline_blocks)
+        if waiting <= self.inline_blocks:
+            self.catch_up()
+            return
+        log.info(
+            "embedding index: more than %d blocks to embed; embedding them in the background, searching the"
+            " vectors already there meanwhile (replay --rebuild embeds them ahead of time)",
+            self.inline_blocks,
+        )
+        self._background = threading.Thread(target=self._catch_up_logged, name="embedding-catch-up", daemon=True)
+        self._background.start()
+
+    def _catch_up_logged(self) -> None:
+        try:
+            embedded = self.catch_up()
+            log.info("embedding index: background catch-up embedded %d blocks", embedded)
+        except Exception:  # a thread has no caller to tell: log it; the next search starts another catch-up
+            log.exception("embedding index: background catch-up failed")
+
     # --- the in-memory matrix ---------------------------------------------------------------------------------
 
-    def sync(self, cur: Any | None = None) -> _Matrix:
+    def sync(self, cur: Any | None = None) -> Matrix:
         """The matrix, current with the log: one probe for a memory event after the position it reflects; only
         when there is one, the table catches up and the rows changed since are read."""
         with self._lock:
@@ -291,9 +303,9 @@ class EmbeddingIndex:
             if matrix is not None and not self._changed_since(matrix.position, cur):
                 return matrix
             self.ensure_schema()
-            self.catch_up()
+            self._catch_up_bounded()
             if matrix is None:
-                matrix = _Matrix()
+                matrix = Matrix()
             self._read_changes(matrix)
             self._matrix = matrix
             return matrix
@@ -307,7 +319,7 @@ class EmbeddingIndex:
         cur.execute(probe, (*_TYPES, position))
         return bool(cur.fetchone()[0])
 
-    def _read_changes(self, matrix: _Matrix) -> None:
+    def _read_changes(self, matrix: Matrix) -> None:
         with self.store.read_cursor() as cur:
             reflected = self._checkpoint(cur)  # before the rows: a catch-up committed after it is read next time
             cur.execute(
@@ -329,17 +341,17 @@ class EmbeddingIndex:
                 matrix.remove(gone)
             matrix.position = max(newest, reflected)
 
-    def _mask(self, matrix: _Matrix, prefix: str) -> Any:
+    def _mask(self, matrix: Matrix, prefix: str) -> Any:
         mask = matrix.masks.get(prefix)
         if mask is None:
             with self.store.read_cursor() as cur:
                 cur.execute("SELECT block_id, tags_json FROM memory_vectors")
-                having = {str(b) for b, tags in cur if _has_prefix(tags, prefix)}
+                having = {str(b) for b, tags in cur if has_prefix(tags, prefix)}
             mask = np.array([i.decode() in having for i in matrix.ids], dtype=bool)
             matrix.masks[prefix] = mask
         return mask
 
-    def _cosines(self, matrix: _Matrix, query: Any) -> Any:
+    def _cosines(self, matrix: Matrix, query: Any) -> Any:
         """The cosine of ``query`` (a unit vector) with every row of ``matrix`` (dead rows included; hold the
         lock: the buffer is shared and the matrix may not change meanwhile)."""
         n = matrix.count

@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 from api.cli import app
 from ledger.core.events import ContradictionFlagged, MemoryLinked
 from ledger.service import Actor, Ledger
+from projections.embedding_index import EmbeddingIndex
 from tests.conftest import LedgerFactory
+from tests.server_support import READY_WITHIN
 
 ELF = Actor("elf", "cli")
 BLOCKS = [
@@ -238,3 +240,40 @@ def test_a_hybrid_ledger_opens_without_numpy_or_the_model_and_loads_them_on_the_
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split()[:2] == ["False", "True"]
+
+
+def test_an_archived_block_leaves_hybrid_search_and_a_restored_one_comes_back(hybrid: Ledger) -> None:
+    admin = Actor("root", "cli", admin=True)
+    sleep = hybrid.search(ELF, hybrid.clock_in(ELF, "dev").session_id, PARAPHRASE, 1).results[0]
+    assert sleep.content.startswith("Sleep at least eight hours")
+    hybrid.archive_block(admin, sleep.block_id, "amended: folded into the recovery principle")
+    assert not [c for c, _, _ in search(hybrid, PARAPHRASE, 5) if c.startswith("Sleep")]  # not by meaning either
+    hybrid.restore_block(admin, sleep.block_id, "the amendment was wrong")
+    assert search(hybrid, PARAPHRASE, 1)[0][0].startswith("Sleep at least eight hours")
+
+
+def test_a_large_backlog_is_embedded_in_the_background_while_searches_go_on(
+    make_ledger: LedgerFactory, db_url: str
+) -> None:
+    before = make_ledger(db_url, semantic=False)  # memory written before the [semantic] extra was there
+    for text, tags in BLOCKS:
+        before.remember(ELF, text, tags)
+    ledger = make_ledger(db_url, semantic=True)
+    loaded = ledger.index.semantic
+    assert loaded is not None
+    small = EmbeddingIndex(ledger.store, loaded.embedder, inline_blocks=2)  # a backlog of 5 is "large" here
+    assert small.backlog(2) == 3  # counted only up to the limit + 1: the probe never reads the whole backlog
+    query = loaded.embedder.embed_one(PARAPHRASE)
+    small.nearest(query, 3)  # answers from the rows already embedded; a thread embeds the backlog
+    assert small._background is not None  # the search handed the backlog to a thread of its own
+    assert small.wait_for_catch_up(READY_WITHIN)
+    assert small.checkpoint() == ledger.store.head()[0] and small.backlog(2) == 0
+    near = small.nearest(query, 1)
+    assert (
+        near
+        and near[0][0]
+        == ledger.search(ELF, ledger.clock_in(ELF, "dev").session_id, "eight hours", 1).results[0].block_id
+    )
+    inline = EmbeddingIndex(ledger.store, loaded.embedder)  # nothing waits now: no thread is started
+    inline.nearest(query, 1)
+    assert inline._background is None

@@ -11,7 +11,7 @@ import pytest
 from api.bootstrap import search_index
 from api.settings import Settings
 from projections import embedder
-from projections.embedding_index import quantise
+from projections.embedding_matrix import quantise
 
 
 def test_mean_pooling_counts_only_real_tokens_and_normalises() -> None:
@@ -82,7 +82,7 @@ def test_the_setting_turns_hybrid_off(tmp_path: Path) -> None:
 
 
 def test_the_matrix_drops_dead_rows_once_most_are_gone() -> None:
-    from projections.embedding_index import _Matrix
+    from projections.embedding_matrix import Matrix as _Matrix
 
     matrix = _Matrix()
     for i in range(2000):
