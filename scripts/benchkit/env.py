@@ -86,3 +86,10 @@ def load_average() -> str:
         return " / ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "unknown"
+
+
+BM25_ONLY = {"LEDGER_SEMANTIC": "false"}
+"""Environment for a ledger process that searches by BM25 alone, with the ``[semantic]`` extra installed or not.
+The targets of issue 11 (serve memory, cold start, serve under load) were set for full-text search; with hybrid
+search on, a process also holds the embedding model and onnxruntime (~190 MB) and embeds each query (4–12 ms):
+measured on their own in the "Hybrid search" section (scripts/bench_memory.py), not mixed into these."""
