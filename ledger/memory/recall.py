@@ -7,6 +7,7 @@ here reads the store or a clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -68,15 +69,17 @@ def estimate_tokens(text: str) -> int:
 
 
 def weighted_degree(graph: MemoryGraph, block_id: str, clock: ActiveClock) -> float:
-    """Sum over the block's co-retrieval edges of their decayed weight plus the co-retrieval bonus."""
-    total = 0.0
+    """Sum over the block's co-retrieval edges of their decayed weight plus the co-retrieval bonus, summed exactly
+    (``math.fsum``): the adjacency is a set, whose order differs between processes and between a live graph and
+    one restored from a snapshot, and a plain sum's last bit followed it."""
+    parts: list[float] = []
     lam = graph.blocks[block_id].lam
     for edge in graph.incident(block_id):
         other = graph.blocks[edge.b if edge.a == block_id else edge.a]
         edge_lam = decay.edge_lambda(lam, other.lam, edge.count)
         weight = decay.edge_weight(edge_lam, clock.hours_since(edge.last_co_retrieved_at))
-        total += decay.degree_contribution(weight, edge.count)
-    return total
+        parts.append(decay.degree_contribution(weight, edge.count))
+    return math.fsum(parts)
 
 
 def score_blocks(

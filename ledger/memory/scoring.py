@@ -4,8 +4,8 @@
 large ledger that builds tens of thousands of views and reads each neighbour's row again per edge. :class:`Ranking`
 gives the same scores from the block table read column by column (``ColumnTable.gather``) and each edge's share of
 weighted degree computed once, and builds views only for the blocks an answer shows. Its floats are those of
-``score_blocks``: the same operations in the same order (degrees summed in the graph's adjacency order, the total
-by ``math.fsum``), checked against it on random graphs in ``tests/unit/test_scoring.py``.
+``score_blocks``: the same operations in the same order (degrees and the total summed exactly by ``math.fsum``,
+whatever the order), checked against it on random graphs in ``tests/unit/test_scoring.py``.
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ def weighted_degrees(
     graph: MemoryGraph, clock: ActiveClock, ids: Sequence[str], lam_of: dict[str, float]
 ) -> list[float]:
     """``recall.weighted_degree`` of each of ``ids``: each edge's share worked out once (it is the same for both
-    its blocks), then summed per block in the order ``weighted_degree`` walks the block's edges."""
+    its blocks), then summed per block exactly (``math.fsum``), as ``weighted_degree`` sums them."""
     share: dict[Pair, float] = {}
     edges, adjacent, hours = graph.edges, graph.adjacent, clock.hours_since
     out: list[float] = []
     for block_id in ids:
-        total = 0.0
+        parts: list[float] = []
         for other in adjacent.get(block_id, ()):
             key = pair(block_id, other)
             part = share.get(key)
@@ -87,8 +87,8 @@ def weighted_degrees(
                 lam = decay.edge_lambda(lam_of[key[0]], lam_of[key[1]], edge.count)
                 weight = decay.edge_weight(lam, hours(edge.last_co_retrieved_at))
                 part = share[key] = decay.degree_contribution(weight, edge.count)
-            total += part
-        out.append(total)
+            parts.append(part)
+        out.append(math.fsum(parts))
     return out
 
 
