@@ -12,6 +12,7 @@ Definitions (the seed names the fields, not their meaning):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,16 @@ def _floor(moment: _dt.datetime, unit: TrendUnit) -> _dt.datetime:
     return moment.replace(hour=0) if unit == "day" else moment
 
 
+def _starts(last: _dt.datetime, step: _dt.timedelta, count: int) -> list[_dt.datetime]:
+    """The window's bucket starts, oldest first, ending at ``last``; those before the calendar's first day (an
+    ``as_of`` in the first days of year 1) do not exist and are left out."""
+    starts = []
+    for i in reversed(range(count)):
+        with contextlib.suppress(OverflowError):
+            starts.append(last - step * i)
+    return starts
+
+
 @dataclass
 class TimeTally:
     """Checks per (agent, UTC hour): checks, passed, blocked. Hours fold into days when the report asks for days."""
@@ -82,7 +93,7 @@ class TimeTally:
     def trending(self, end: _dt.datetime, unit: TrendUnit) -> Trending:
         step = _dt.timedelta(hours=1) if unit == "hour" else _dt.timedelta(days=1)
         last = _floor(end, unit)
-        starts = [last - step * i for i in reversed(range(WINDOWS[unit]))]
+        starts = _starts(last, step, WINDOWS[unit])
         sums = {s: [0, 0, 0] for s in starts}
         for (_, hour), (n, ok, blocked) in self.hours.items():
             cell = sums.get(_floor(hour, unit))

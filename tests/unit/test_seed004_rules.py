@@ -156,3 +156,13 @@ def test_a_warning_names_what_is_wrong_in_the_checks_own_words() -> None:
     bad = enf.validate("manage_task", "update", {"task_id": "t-1", "work_notes": "TBD, will describe the work"})
     decision = enf.decide(rule, WARNING, bad)
     assert decision.context_warning is not None and "Work notes contain placeholder text" in decision.context_warning
+
+
+def test_a_trend_as_of_the_calendars_first_days_leaves_out_the_buckets_before_it() -> None:
+    tally = TimeTally()
+    start = _dt.datetime(1, 1, 3, 12, tzinfo=_dt.UTC)  # an as_of the fuzzer sends: days before it do not exist
+    tally.apply(checked("early", start, True, 1))
+    daily = tally.trending(start, "day")
+    assert [b.start.day for b in daily.buckets] == [1, 2, 3]  # three days of the seven exist
+    assert daily.window_start == _dt.datetime(1, 1, 1, tzinfo=_dt.UTC) and daily.buckets[-1].checks == 1
+    assert len(tally.trending(start, "hour").buckets) == 24  # a day of hours fits
