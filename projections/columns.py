@@ -274,7 +274,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
                     whole[name] = _pack(column)
             return {
                 "rows": self._next_row,
-                "packed": {"keys": index.blob.decode("ascii"), "width": index.width, "rows": _pack(index.packed_rows)},
+                "packed": {**index.wire(), "rows": _pack(index.packed_rows)},
                 "keys": [[encode(k), r] for k, r in index.dict.items()],
                 "objects": [[encode(k), encode(v)] for k, v in self._objects.items()],
                 "columns": whole,
@@ -321,10 +321,7 @@ class ColumnTable(MutableMapping[K, V], Generic[K, V]):
         self._read_columns(data["columns"], rows, decode)
         packed = data["packed"]
         index = self._index
-        index.width = int(packed["width"])
-        index.blob = packed["keys"].encode("ascii")
-        index.packed_rows = _unpack("i", packed["rows"])
-        index.count = len(index.packed_rows)
+        index.load_wire(packed, _unpack("i", packed["rows"]))
         w, blob = index.width, index.blob
         if w <= 0 or len(blob) != w * index.count:
             raise ValueError("packed keys do not match their count")

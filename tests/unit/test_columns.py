@@ -184,6 +184,29 @@ def test_a_large_table_packs_its_keys_when_copied_or_restored_and_still_finds_ev
     assert len(table) == len(ids) and ids[3] not in table and table["ses_000004"].session_id == "ses_000004"
 
 
+@pytest.mark.parametrize(
+    ("ids", "hexed"),
+    [
+        ([f"blk_{i:024x}" for i in range(columns.PACK_AT + 5)], True),  # block ids: prefix + lower-case hex
+        ([f"blk_{i:023x}" for i in range(columns.PACK_AT + 5)], False),  # an odd number of digits: ASCII
+        ([f"blk_{i:024X}" for i in range(columns.PACK_AT + 5)], False),  # upper case: ASCII (it would not round-trip)
+    ],
+)
+def test_hex_ids_pack_as_bytes_half_the_size_and_lookups_match_the_exact_text(ids: list[str], hexed: bool) -> None:
+    table: ColumnTable[str, SessionSpan] = ColumnTable(SessionSpan, "session_id")
+    for i, sid in enumerate(ids):
+        table[sid] = SessionSpan(sid, T0, T0 + _dt.timedelta(seconds=i))
+    restored = codec.loads(codec.dumps({"t": table}))["t"]
+    for packed in (table.copy(), restored):
+        index = packed._index
+        assert index.count == len(ids) and index.hexed is hexed
+        assert len(index.blob) == len(ids) * (12 if hexed else len(ids[0]))
+        assert [packed[sid].last_event_at for sid in ids] == [T0 + _dt.timedelta(seconds=i) for i in range(len(ids))]
+        assert sorted(k for k, _ in index.items()) == sorted(ids)
+        other_case = ids[10].swapcase().replace("BLK_", "blk_")  # the same digits in the other case
+        assert other_case not in packed and packed.get(ids[10][:-2] + " a") is None  # fromhex skips spaces
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from(["bench", "self/value", "self/goal", "selfish", "team/x"]), max_size=3)),
