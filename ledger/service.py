@@ -90,6 +90,7 @@ class Ledger:
         self.remember = self.memory.remember
         self.setup_memory = self.memory.setup_memory
         self.constitutional_block_count = self.memory.constitutional_block_count
+        self.warm_memory = self.memory.warm
         self.recall = self.memory.recall
         self.curate = self.memory.curate
         self.outcome = self.memory.outcome

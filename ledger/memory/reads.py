@@ -86,6 +86,12 @@ class MemoryReads:
         moment = as_of or runner.last_recorded_at or self.kernel.clock()
         yield runner.memory(), runner.active_clock(moment, self.kernel.config.idle_timeout), until, moment
 
+    def warm(self) -> None:
+        """Restore the live graph now (its snapshot and the tail after it), so that the first recall does not:
+        ``serve`` calls it before it answers, when decoding the snapshot's megabytes competes with nothing."""
+        with self._memory_lock:
+            self._live()
+
     def constitutional_block_count(self) -> int:
         """How many memory blocks carry ``self/constitutional`` (archived or not)."""
         with self._memory_lock:
