@@ -163,6 +163,16 @@ def memory_supersede(
     out.print(f"{result.block_id} superseded by {result.new_block_id} at position {result.position}")
 
 
+def _revise(ctx: typer.Context, command: str, block_id: str, reason: str, as_json: bool, done: str) -> None:
+    """Run the façade's ``command`` (archive, restore, forget) as the operator and say what it did."""
+    with ledger_for(ctx) as ledger:
+        result = getattr(ledger, command)(operator(), block_id, reason)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{result.block_id} {done} at position {result.position}: {result.reason}")
+
+
 @group.command("archive")
 def memory_archive(
     ctx: typer.Context,
@@ -171,12 +181,7 @@ def memory_archive(
     as_json: AsJson = False,
 ) -> None:
     """Archive a block (also a constitutional one): it leaves search and recall, keeps its history, can be restored."""
-    with ledger_for(ctx) as ledger:
-        result = ledger.archive_block(operator(), block_id, reason)
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    out.print(f"{result.block_id} archived at position {result.position}: {result.reason}")
+    _revise(ctx, "archive_block", block_id, reason, as_json, "archived")
 
 
 @group.command("restore")
@@ -187,12 +192,7 @@ def memory_restore(
     as_json: AsJson = False,
 ) -> None:
     """Bring an archived or superseded block back into search and recall (a block that replaced it stays)."""
-    with ledger_for(ctx) as ledger:
-        result = ledger.restore_block(operator(), block_id, reason)
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    out.print(f"{result.block_id} restored at position {result.position}: {result.reason}")
+    _revise(ctx, "restore_block", block_id, reason, as_json, "restored")
 
 
 @group.command("forget")
@@ -203,12 +203,7 @@ def memory_forget(
     as_json: AsJson = False,
 ) -> None:
     """Forget a block: it leaves search, recall and every memory read; the log keeps the event and the reason."""
-    with ledger_for(ctx) as ledger:
-        result = ledger.forget(operator(), block_id, reason)
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    out.print(f"{result.block_id} forgotten at position {result.position}: {result.reason}")
+    _revise(ctx, "forget", block_id, reason, as_json, "forgotten")
 
 
 def register(app: typer.Typer) -> None:
