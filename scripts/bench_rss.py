@@ -131,6 +131,17 @@ def main(argv: list[str] | None = None) -> int:
         (f"growth from {small:,} to {big:,} events: ≤ 10 MB", growth <= 10, f"{growth:.1f} MB"),
     ]
     lines += ["", *markdown.table(("Target", "Measured", "Met"), ((w, m, yes_no(ok)) for w, ok, m in checks))]
+    lines += [
+        "",
+        "What the growth is made of (measured on these ledgers on 2026-11-26, not by this run): the 1M-event ledger"
+        " holds 44,653 memory blocks and 17,832 sessions against about a tenth of each at 100k; the state that"
+        " scoring reads (per block: decay rate, confidence, four counts, three moments, two positions, coded tags,"
+        " category, tier, author and successor; per session: its active span) is 6.2 MB of Python objects at 1M"
+        " (tracemalloc, after the block ids were packed as bytes), and the same calls made in-process by 8 threads"
+        " grow the process by 5.8 MB from 100k to 1M; the rest under `serve` (4-5 MB, varying by 2-4 MB from run"
+        " to run) was not pinned to one allocation: periodic malloc_trim, a 64 KiB SQLite page cache and restoring"
+        " the graph before the first request each moved it by 1 MB or less.",
+    ]
     text = "\n".join(lines) + "\n"
     if not args.quick:
         docs.write_section(BENCHMARKS_MD, docs.RSS, text)
