@@ -23,7 +23,7 @@ Timestamp = Annotated[_dt.datetime, AfterValidator(_aware_utc), PlainSerializer(
 class DomainEvent(BaseModel):
     """Base of every fact in the ledger."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     type_name: ClassVar[str]
     schema_version: ClassVar[int] = 1
 
