@@ -128,7 +128,11 @@ def cmd_test(args: list[str]) -> int:
 
 def cmd_serve(args: list[str]) -> int:
     ensure_venv("semantic")  # hybrid search in the quickstart service
-    return run(BIN / "compliance-ledger", "serve", *args)
+    # exec, not a child: a signal sent to this process (a supervisor's SIGTERM, `kill PID`) reaches the server
+    # itself instead of leaving it running without its parent.
+    os.chdir(ROOT)
+    command = BIN / "compliance-ledger"
+    os.execv(command, [str(command), "serve", *args])
 
 
 def main() -> int:
