@@ -175,15 +175,22 @@ def open_challenge(view: SessionView, challenge_id: str, now: _dt.datetime) -> A
     return current
 
 
-def wrong_answer(challenge: AnchorChallenge, *, line_changed: bool) -> InvalidInput | Conflict:
-    """The refusal of an answer that does not match the line (which the message never shows)."""
+def line_changed(challenge: AnchorChallenge) -> Conflict:
+    """The refusal of an answer to a line that changed since the challenge was issued (not the prover's fault)."""
+    return Conflict(
+        f"line {challenge.line} of {challenge.path} changed since challenge {challenge.challenge_id} was issued, so it"
+        " can no longer be answered",
+        NEW_CHALLENGE,
+    )
+
+
+def wrong_quote(challenge: AnchorChallenge) -> tuple[str, str]:
+    """The error and the fix of a proof whose answer is not the line (the message never shows the line). It is a
+    failed attempt, not a refusal: it spends the challenge and counts against the retries, so a caller cannot
+    try quote after quote against one challenge to confirm a guess of the line's text."""
     where = f"line {challenge.line} of {challenge.path}"
-    if line_changed:
-        return Conflict(
-            f"{where} changed since challenge {challenge.challenge_id} was issued, so it can no longer be answered",
-            NEW_CHALLENGE,
-        )
-    return InvalidInput(
+    return (
         f"the answer to challenge {challenge.challenge_id} is not {where} as the ledger reads it",
-        f"read {where} in your working directory and quote it whole in CHALLENGE::{challenge.challenge_id}[...]",
+        f"Call anchor_challenge for a new challenge, then read the line it names in your working directory and quote"
+        f" it whole in CHALLENGE::<challenge_id>[...] (challenge {challenge.challenge_id} is spent).",
     )

@@ -67,7 +67,9 @@ class AnchorCommands:
                     "clock in again with working_dir set to your project directory",
                 )
             root = Path(view.working_dir)
-            answered = None if answer is None else self._check_answer(view, root, answer)
+            spent, answered, challenge_problem = (
+                (None, None, None) if answer is None else self._check_answer(view, root, answer)
+            )
             ctx = project_context.read_context(root, self.kernel.config.context_paths)
             external = self.kernel.config.external_context
             workspace = project_context.Workspace(root, external)
@@ -86,6 +88,7 @@ class AnchorCommands:
                 check_citation=workspace.check_citation,
                 parent_exists=self.grants.exists,
                 challenge_required=self.kernel.config.anchor_challenge_required,
+                challenge_problem=challenge_problem,
             )
             events = anchoring.decide_attempt(
                 view,
@@ -96,7 +99,7 @@ class AnchorCommands:
                 branch=ctx.branch,
                 phase=ctx.phase,
                 files=ctx.files,
-                challenge_id=None if answered is None else answered.challenge_id,
+                challenge_id=spent,
             )
             recorded, after = self.grants.append(actor, session, events)
             return AnchorResult(
@@ -114,15 +117,20 @@ class AnchorCommands:
 
         return self.kernel.retrying(attempt)
 
-    def _check_answer(self, view: SessionView, root: Path, answer: challenges.Answer) -> AnsweredChallenge:
-        """The challenge the proof answers, if it is open and the quoted text is the line the server read."""
+    def _check_answer(
+        self, view: SessionView, root: Path, answer: challenges.Answer
+    ) -> tuple[str, AnsweredChallenge | None, tuple[str, str] | None]:
+        """The open challenge the proof answers (refused if unknown, replaced, used, expired, or its line changed)
+        and either what it proved or, for a quote that is not the line, the error the attempt fails with."""
         open_one = anchoring.open_challenge(view, answer.challenge_id, self.kernel.clock())
         secret = self.kernel.key.secret
         if not challenges.answers(secret, open_one.challenge_id, open_one.line_digest, answer.text):
             now = challenges.read_line(root, open_one.path, open_one.line)
-            same = now is not None and challenges.answers(secret, open_one.challenge_id, open_one.line_digest, now)
-            raise anchoring.wrong_answer(open_one, line_changed=not same)
-        return AnsweredChallenge(challenge_id=open_one.challenge_id, path=open_one.path, line=open_one.line)
+            if now is None or not challenges.answers(secret, open_one.challenge_id, open_one.line_digest, now):
+                raise anchoring.line_changed(open_one)
+            return open_one.challenge_id, None, anchoring.wrong_quote(open_one)
+        proved = AnsweredChallenge(challenge_id=open_one.challenge_id, path=open_one.path, line=open_one.line)
+        return open_one.challenge_id, proved, None
 
     def challenge(self, actor: Actor, session_id: str) -> AnchorChallengeResult:
         """Issue a challenge for the session's next proof: a line of a tracked file the server picks and reads."""

@@ -87,7 +87,7 @@ async def test_a_proof_quoting_the_challenged_line_is_validated_and_uses_the_cha
     assert ledger.grants.view(sid)[2].anchor_challenge.used_position == attempt.position  # type: ignore[union-attr]
 
 
-def test_wrong_replayed_replaced_foreign_and_malformed_answers_are_refused_and_change_nothing(
+def test_replayed_replaced_foreign_and_malformed_answers_are_refused_and_change_nothing(
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path, project: Path
 ) -> None:
     ledger = make_ledger(db_url, project_roots=[str(tmp_path / "projects")])
@@ -98,12 +98,6 @@ def test_wrong_replayed_replaced_foreign_and_malformed_answers_are_refused_and_c
     foreign = ledger.anchor_challenge(DEV, other)
     good = (project / second.path).read_text().split("\n")[second.line - 1]
     refusals: list[tuple[str, type[Exception], str]] = [
-        (
-            answered(proof(), second.challenge_id, "a line nobody wrote"),
-            InvalidInput,
-            f"the answer to challenge {second.challenge_id} is not line {second.line} of {second.path} as the ledger "
-            "reads it",
-        ),
         (answered(proof(), first.challenge_id, good), Conflict, f"was replaced by {second.challenge_id}"),
         (answered(proof(), foreign.challenge_id, good), InvalidInput, f"was not issued to session {sid}"),
         (answered(proof(), "ach_short", good), InvalidInput, "'ach_short' is not a challenge id"),
@@ -130,6 +124,29 @@ def test_wrong_replayed_replaced_foreign_and_malformed_answers_are_refused_and_c
     with pytest.raises(Conflict, match=f"challenge {second.challenge_id} was already answered by the anchor attempt"):
         ledger.anchor(DEV, sid, "dev", answered(proof(), second.challenge_id, good))  # replayed
     assert ledger.store.head() == head
+
+
+def test_a_wrong_quote_is_a_failed_attempt_that_spends_the_challenge(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path, project: Path
+) -> None:
+    ledger = make_ledger(db_url, project_roots=[str(tmp_path / "projects")])
+    sid = ledger.clock_in(DEV, "dev", str(project)).session_id
+    issued = ledger.anchor_challenge(DEV, sid)
+    good = (project / issued.path).read_text().split("\n")[issued.line - 1]
+    failed = ledger.anchor(DEV, sid, "dev", answered(proof(), issued.challenge_id, "a line nobody wrote"))
+    says = f"the answer to challenge {issued.challenge_id} is not line {issued.line} of {issued.path} as the ledger"
+    assert not failed.validated and failed.challenge is None
+    assert any(says in e for e in failed.errors) and good.strip() not in failed.guidance  # never shows the line
+    assert "anchor_challenge" in failed.guidance  # what to do: a new challenge
+    assert ledger.session_state(sid).anchor.total_attempts == 1  # counted against the retries
+    assert failed.enforcement.attempt == 1 and not failed.enforcement.locked  # the first of its tries (then retries)
+    head = ledger.store.head()  # the challenge is spent: the right quote now is a replay, refused, recorded nothing
+    with pytest.raises(Conflict, match=f"challenge {issued.challenge_id} was already answered by the anchor attempt"):
+        ledger.anchor(DEV, sid, "dev", answered(proof(), issued.challenge_id, good))
+    assert ledger.store.head() == head
+    fresh = ledger.anchor_challenge(DEV, sid)
+    line = (project / fresh.path).read_text().split("\n")[fresh.line - 1]
+    assert ledger.anchor(DEV, sid, "dev", answered(proof(), fresh.challenge_id, line)).validated
 
 
 def test_an_answer_after_the_challenge_expired_is_refused_by_the_ledger_clock(
@@ -205,7 +222,7 @@ def test_a_ledger_that_requires_a_challenge_fails_a_proof_without_one_with_guida
     assert passed.validated is True and passed.challenge is not None
 
 
-def test_rest_issues_a_challenge_and_refuses_a_wrong_answer_with_a_clear_error(
+def test_rest_issues_a_challenge_and_fails_a_wrong_answer_with_what_to_do(
     make_ledger: LedgerFactory, tmp_path: Path, project: Path
 ) -> None:
     ledger = make_ledger(project_roots=[str(tmp_path / "projects")])
@@ -214,25 +231,36 @@ def test_rest_issues_a_challenge_and_refuses_a_wrong_answer_with_a_clear_error(
     sid = ledger.clock_in(Actor("dev-1", "rest"), "dev", str(project)).session_id
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         issued = http.post("/anchors/challenges", json={"session_id": sid}, headers=key).json()
-        good = line_of(project, issued)
-        head = ledger.store.head()
         wrong = http.post(
             "/anchors",
             json={"session_id": sid, "role": "dev", "proof_candidate": answered(proof(), issued["challenge_id"], "no")},
             headers=key,
         )
-        unchanged = ledger.store.head() == head
-        right = http.post(
+        again = http.post(
             "/anchors",
-            json={"session_id": sid, "role": "dev", "proof_candidate": answered(proof(), issued["challenge_id"], good)},
+            json={
+                "session_id": sid,
+                "role": "dev",
+                "proof_candidate": answered(proof(), issued["challenge_id"], line_of(project, issued)),
+            },
             headers=key,
         )
-    assert wrong.status_code == 422 and unchanged
-    assert wrong.json()["error"]["code"] == "invalid_input"
-    assert f"the answer to challenge {issued['challenge_id']}" in wrong.json()["error"]["message"]
-    assert "read line" in wrong.json()["error"]["hint"]
+        fresh = http.post("/anchors/challenges", json={"session_id": sid}, headers=key).json()
+        right = http.post(
+            "/anchors",
+            json={
+                "session_id": sid,
+                "role": "dev",
+                "proof_candidate": answered(proof(), fresh["challenge_id"], line_of(project, fresh)),
+            },
+            headers=key,
+        )
+    assert wrong.status_code == 200 and wrong.json()["validated"] is False  # a failed attempt, recorded
+    assert f"the answer to challenge {issued['challenge_id']}" in wrong.json()["guidance"]
+    assert wrong.json()["enforcement"]["attempt"] == 1
+    assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"  # the challenge is spent
     assert right.status_code == 200 and right.json()["validated"] is True
-    assert right.json()["challenge"]["challenge_id"] == issued["challenge_id"]
+    assert right.json()["challenge"]["challenge_id"] == fresh["challenge_id"]
 
 
 def test_no_challenge_can_be_asked_in_a_working_tree_git_does_not_track(

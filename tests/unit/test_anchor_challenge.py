@@ -135,9 +135,9 @@ def test_only_the_open_unexpired_challenge_may_be_answered() -> None:
 def test_a_wrong_answer_never_shows_the_line_and_says_what_to_do() -> None:
     challenge = session(issued(A)).anchor_challenge
     assert challenge is not None
-    wrong = anchoring.wrong_answer(challenge, line_changed=False)
-    changed = anchoring.wrong_answer(challenge, line_changed=True)
-    assert isinstance(wrong, InvalidInput) and "read line 3 of README.md" in wrong.hint
+    error, fix = anchoring.wrong_quote(challenge)  # a failed attempt's error, not a refusal
+    changed = anchoring.line_changed(challenge)
+    assert "is not line 3 of README.md" in error and "anchor_challenge" in fix and "spent" in fix
     assert isinstance(changed, Conflict) and "changed since challenge" in changed.message
     assert "anchor_challenge" in changed.hint
 

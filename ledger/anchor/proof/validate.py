@@ -42,6 +42,7 @@ def validate_proof(
     check_citation: CitationChecker,
     parent_exists: ParentChecker,
     challenge_required: bool = False,
+    challenge_problem: tuple[str, str] | None = None,
 ) -> AnchorValidation:
     """Validate an OA5 proof candidate against the authoritative context (seed 001).
 
@@ -50,7 +51,8 @@ def validate_proof(
     CONTEXT, never the candidate's, and is empty only when the structure itself could not be parsed.
 
     A ``CHALLENGE::`` line under CONTEXT is accepted here and checked by the caller (``ledger.anchor.challenge``),
-    which alone can read the challenge; with ``challenge_required`` a proof without one fails.
+    which alone can read the challenge: a quote that is not the line comes back as ``challenge_problem`` (error,
+    fix) and fails the proof; with ``challenge_required`` a proof without one fails.
     """
     template = proof_template(role=role, tier=tier, context=context, challenge=challenge_required)
     f = _Findings()
@@ -60,6 +62,8 @@ def validate_proof(
             f"Send only the {START_MARKER} block (at most {MAX_PROOF_CHARS} characters).",
         )
         return _verdict(f, canonical="", template=template, authority=None)
+    if challenge_problem is not None:
+        f.fail(*challenge_problem)
     if tier not in TIERS:
         f.fail(f"tier '{_clip(tier, 40)}' is not known", f"Use one of the tiers {', '.join(TIERS)}.")
     if role.strip() != session_role.strip():
