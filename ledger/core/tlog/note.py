@@ -212,7 +212,7 @@ def parse(note: str | bytes) -> Note:
     if split < 0:
         raise NoteError("a signed note needs a blank line between its text and its signature lines")
     text, lines = data[: split + 1], data[split + 2 :]
-    signatures = []
+    signatures: list[Signature] = []
     for line in lines.decode("utf-8").splitlines():
         if len(signatures) >= MAX_SIGNATURES:
             raise NoteError(f"the note carries more than {MAX_SIGNATURES} signatures")
