@@ -203,3 +203,11 @@ def test_stored_hash_layout_matches_go_sumdb() -> None:
     assert [merkle.stored_hash_index(1, n) for n in range(4)] == [2, 5, 9, 12]
     assert merkle.stored_hash_index(2, 0) == 6 and merkle.stored_hash_index(3, 0) == 14
     assert [merkle.stored_hash_count(n) for n in range(1, 9)] == [1, 3, 4, 7, 8, 10, 11, 15]
+
+
+def test_compact_range_roots_match_the_rfc() -> None:
+    acc = merkle.CompactRange()
+    assert acc.root() == merkle.EMPTY_ROOT
+    for n, leaf in enumerate(LEAVES, 1):
+        acc.append(merkle.leaf_hash(leaf))
+        assert acc.size == n and acc.root() == mth(LEAVES[:n])

@@ -299,3 +299,30 @@ def verify_consistency(old_size: int, size: int, proof: Sequence[bytes], old_roo
         raise ProofError(f"the consistency proof does not lead to the root of the old tree (size {old_size})")
     if sr != root:
         raise ProofError(f"the consistency proof does not lead to the root of the new tree (size {size})")
+
+
+class CompactRange:
+    """The roots of the complete subtrees a growing tree ends with: appends leaf hashes one at a time and gives the
+    root at any moment, in O(log n) memory, with nothing stored (``verify`` recomputes a checkpoint's root from the
+    log's chain hashes this way, trusting no stored tree)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._hashes: list[bytes] = []  # one per set bit of size, highest level first
+
+    def append(self, leaf: bytes) -> None:
+        h = leaf
+        n = self.size
+        while n & 1:
+            h = node_hash(self._hashes.pop(), h)
+            n >>= 1
+        self._hashes.append(h)
+        self.size += 1
+
+    def root(self) -> bytes:
+        if not self._hashes:
+            return EMPTY_ROOT
+        h = self._hashes[-1]
+        for left in reversed(self._hashes[:-1]):
+            h = node_hash(left, h)
+        return h
