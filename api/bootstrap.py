@@ -55,6 +55,8 @@ def _build(
             snapshot_every=settings.snapshot_every_events,
             workflow=_workflow(settings),
             enforcement_rules=_enforcement_rules(settings),
+            witnesses=settings.witness_list,
+            min_cosignatures=settings.checkpoint_min_cosignatures,
         ),
         clock=clock,
     )

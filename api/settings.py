@@ -6,12 +6,15 @@ import datetime as _dt
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.core.limits import Timeouts
+
+if TYPE_CHECKING:
+    from ledger.core.tlog.policy import Witness
 
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
@@ -40,6 +43,14 @@ class Settings(BaseSettings):
     )
     checkpoint_every_minutes: float = Field(
         10.0, ge=0, description="... or this long after the last one, if the head moved (0: not by time)"
+    )
+    witnesses: str = Field(
+        "",
+        description="witnesses asked to cosign every transparency-log checkpoint: URL=VKEY entries separated by "
+        "commas or spaces (the vkey `compliance-ledger tlog witness init` printed); empty: none",
+    )
+    checkpoint_min_cosignatures: int | None = Field(
+        None, ge=0, description="cosignatures a checkpoint needs before it is kept and served (default: every witness)"
     )
     lock_timeout_seconds: float = Field(
         5.0, gt=0, description="longest wait for the ledger's write lock; past it the call is a 503 (store_busy)"
@@ -114,6 +125,20 @@ class Settings(BaseSettings):
                 raise ValueError(f"CORS origin {origin!r} is not '*' or scheme://host[:port], e.g. https://claude.ai")
             clean.append(value)
         return clean
+
+    @field_validator("witnesses")
+    @classmethod
+    def _check_witnesses(cls, text: str) -> str:
+        from ledger.core.tlog.policy import parse_witnesses
+
+        parse_witnesses(text)  # a ValueError names the entry and says what to send
+        return text
+
+    @property
+    def witness_list(self) -> tuple[Witness, ...]:
+        from ledger.core.tlog.policy import parse_witnesses
+
+        return parse_witnesses(self.witnesses)
 
     @field_validator("external_context")
     @classmethod

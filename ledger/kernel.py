@@ -16,6 +16,7 @@ from ledger.core import signing
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
 from ledger.core.storage import SqlEventStore
+from ledger.core.tlog.policy import Witness
 from ledger.enforcement.decisions import RuleSet, load_rules
 from ledger.keys import access
 from ledger.sessions import receipts
@@ -70,6 +71,8 @@ class LedgerConfig:
     snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
     workflow: Workflow = field(default_factory=load_workflow)
     enforcement_rules: RuleSet = field(default_factory=load_rules)
+    witnesses: tuple[Witness, ...] = ()  # asked to cosign every transparency-log checkpoint
+    min_cosignatures: int | None = None  # cosignatures a checkpoint needs (None: every witness)
 
 
 @dataclass

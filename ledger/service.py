@@ -10,6 +10,7 @@ from __future__ import annotations
 from ledger.anchor.handlers import AnchorCommands
 from ledger.audit.handlers import AuditCommands
 from ledger.audit.report import CheckpointFinding, Replay
+from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
@@ -54,7 +55,10 @@ class Ledger:
         self.enforcement = EnforcementCommands(self.kernel, self.grants, self.tasks)
         self.brain = BrainCommands(self.kernel, self.sessions, self.memory)
         self.keys = KeyCommands(self.kernel)
-        self.audit = AuditCommands(self.kernel, self.memory)
+        self.transparency = TransparencyCommands(
+            self.kernel, self.kernel.config.witnesses, self.kernel.config.min_cosignatures
+        )
+        self.audit = AuditCommands(self.kernel, self.memory, self.transparency)
         self.hooks = HookCommands(self.kernel)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
@@ -70,6 +74,15 @@ class Ledger:
         self.active_hours = self.audit.active_hours
         self.rebuild_index = self.audit.rebuild_index
         self.rebuild_snapshots = self.audit.rebuild_snapshots
+        # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------
+        self.tlog_vkey = self.transparency.vkey
+        self.tlog_origin = lambda: self.transparency.origin
+        self.sign_tlog_checkpoint = self.transparency.sign_checkpoint
+        self.latest_tlog_checkpoint = self.transparency.latest
+        self.tlog_inclusion = self.transparency.inclusion
+        self.tlog_consistency = self.transparency.consistency
+        self.tlog_bundle = self.transparency.bundle
+        self.check_checkpoint_notes = self.transparency.check_notes
         # --- sessions and the gate (ledger.sessions) -----------------------------------------------------------
         self.clock_in = self.sessions.clock_in
         self.clock_out = self.sessions.clock_out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,10 @@ from api.cli.context import AsJson, fail, ledger_for, parse_when
 from api.cli.output import err, out, print_compliance, print_json, progress, table
 from ledger.core.errors import InvalidInput, LedgerError
 from ledger.core.limits import MAX_INT64
+
+if TYPE_CHECKING:
+    from ledger.core.tlog import note
+    from ledger.service import Ledger
 
 PublicKeyOption = Annotated[
     Path | None,
@@ -26,7 +30,8 @@ def verify(
         list[Path] | None,
         typer.Option(
             "--checkpoint",
-            help="a checkpoint file (JSON lines) or a directory of them, kept outside the database; repeatable",
+            help="a checkpoint kept outside the database: a JSON-lines file of the chain head's, a C2SP note of the "
+            "tree's (`tlog checkpoint`, GET /checkpoint), or a directory of them; repeatable",
             metavar="<path>",
             exists=True,
         ),
@@ -41,14 +46,17 @@ def verify(
     from ledger.audit import checkpoints
     from ledger.core import signing
 
+    json_paths, notes = _split_checkpoints(checkpoint or [])
     with ledger_for(ctx) as ledger:
-        sources = list(checkpoints.read_sources(checkpoint or [])) if checkpoint else []
+        sources = list(checkpoints.read_sources(json_paths)) if json_paths else []
         public = signing.PublicKey.load(public_key) if public_key else (ledger.public_key() if sources else None)
         head, _ = ledger.store.head()
         with progress("verifying", head) as tick:
             report = ledger.verify(progress=tick)
         findings = ledger.verify_checkpoints(sources, public) if public is not None else []
+        note_findings = ledger.check_checkpoint_notes(notes, _note_verifier(ledger, public_key)) if notes else []
     failed = [f for f in findings if not f.ok]
+    failed_notes = [f for f in note_findings if not f.ok]
     if report.ok:
         out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
     else:
@@ -62,7 +70,56 @@ def verify(
         out.print(f"checkpoints: {held} of {len(findings)} held (signed by key {public.key_id if public else '?'})")
     for f in failed:
         err.print(f"[red]checkpoint {f.where} fails[/red]: {f.problem}", soft_wrap=True)
-    raise typer.Exit(0 if report.ok and not failed else 1)
+    if note_findings:
+        held = len(note_findings) - len(failed_notes)
+        out.print(f"tree checkpoints: {held} of {len(note_findings)} held", soft_wrap=True)
+    for n in failed_notes:
+        err.print(f"[red]checkpoint {n.where} fails[/red]: {n.problem}", soft_wrap=True)
+    raise typer.Exit(0 if report.ok and not failed and not failed_notes else 1)
+
+
+NOTE_SUFFIXES = {".note", ".tlog-checkpoint", ".txt", ".checkpoint"}
+
+
+def _split_checkpoints(paths: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """JSON checkpoint files (the chain head's) apart from C2SP checkpoint notes (the tree's): a file is a note when
+    its text does not start with ``{``; a directory's *.json/*.jsonl are JSON, its *.note, *.tlog-checkpoint,
+    *.checkpoint and *.txt notes."""
+    json_paths: list[Path] = []
+    notes: list[tuple[str, str]] = []
+    for path in paths:
+        path = path.expanduser()
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.is_file())
+            json_paths.extend(p for p in files if p.suffix in {".json", ".jsonl"})
+            notes.extend((str(p), _read(p)) for p in files if p.suffix in NOTE_SUFFIXES)
+            continue
+        text = _read(path)
+        if text.lstrip().startswith("{"):
+            json_paths.append(path)
+        else:
+            notes.append((str(path), text))
+    return json_paths, notes
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(
+            InvalidInput(f"cannot read checkpoint file {path}: {exc}", "give a readable checkpoint file")
+        ) from exc
+
+
+def _note_verifier(ledger: Ledger, public_key: Path | None) -> note.Verifier:
+    """The vkey that checks the tree checkpoints: from --public-key (a trusted copy of the ledger's key) for this
+    ledger's origin, else the ledger's own."""
+    from ledger.core import signing
+    from ledger.core.tlog import note
+
+    if public_key is None:
+        return ledger.transparency.verifier()
+    return note.Verifier(ledger.tlog_origin(), note.ED25519, signing.PublicKey.load(public_key).raw)
 
 
 def checkpoint_cmd(

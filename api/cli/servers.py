@@ -175,6 +175,10 @@ def serve(
     try:
         ledger, report = initialise(settings, seed_new=True)
         ring = ledger.key_ring()
+        if ledger.signer is not None:
+            # A checkpoint of the tree before the first request, cosigned by the witnesses: a ledger whose witnesses
+            # refuse (its database was rewritten, or they cannot be reached) does not start.
+            ledger.sign_tlog_checkpoint()
     except LedgerError as exc:
         sock.close()
         raise fail(exc) from exc

@@ -15,7 +15,20 @@ from api.cors import PlainOptions, ScopedCors
 from api.ratelimit import RESPONSES as RATE_LIMITED
 from api.ratelimit import RateLimiter, limiter
 from api.responses import ERROR_RESPONSES
-from api.rest import anchor, audit, brain, checkpointing, gate, health, keys, memory, metrics, sessions, tasks
+from api.rest import (
+    anchor,
+    audit,
+    brain,
+    checkpointing,
+    gate,
+    health,
+    keys,
+    memory,
+    metrics,
+    sessions,
+    tasks,
+    transparency,
+)
 from api.rest.context import error_response, install_error_handlers, refuse_unstorable_text
 from api.rest.docs import install as install_offline_docs
 from api.rest.mcp_endpoint import Built, LazyMcp
@@ -61,10 +74,11 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     limits = limiter(settings.rate_limit, settings.rate_limit_window_seconds)
     mcp = LazyMcp(lambda: _mcp_app(ledger, settings, limits))
     writer = checkpointing.checkpointer(ledger, settings)
+    signer = checkpointing.note_signer(ledger, settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.running(), checkpointing.running(writer):
+        async with mcp.running(), checkpointing.running(writer, signer):
             yield
 
     app = FastAPI(
@@ -80,6 +94,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.state.ledger = ledger
     app.state.settings = settings
     app.state.mcp = mcp
+    app.state.note_signer = signer
     app.mount("/mcp", mcp)
     install_error_handlers(app)
     install_offline_docs(app)
@@ -96,6 +111,7 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
         metrics.router(ledger),  # /metrics (its own registry) and /reports/enforcement
         brain.router(),
         checkpointing.router(ledger, settings),
+        transparency.router(ledger),
         keys.router(),
     ):
         app.include_router(router, responses={**ERROR_RESPONSES, **(RATE_LIMITED if limits else {})})

@@ -1,13 +1,17 @@
-"""HTTP side of signed checkpoints: ``GET /checkpoints/latest``, ``GET /keys/public``, and the background writer
-that ``serve`` runs (a checkpoint whenever ``LEDGER_CHECKPOINT_EVERY_EVENTS`` events or
-``LEDGER_CHECKPOINT_EVERY_MINUTES`` have passed since the last one, one at start and one at shutdown).
+"""HTTP side of signed checkpoints: ``GET /checkpoints/latest``, ``GET /keys/public``, and the background writers
+that ``serve`` runs: whenever ``LEDGER_CHECKPOINT_EVERY_EVENTS`` events or ``LEDGER_CHECKPOINT_EVERY_MINUTES`` have
+passed since the last one (one at start and one at shutdown), a JSON checkpoint of the chain head appended to the
+checkpoint file, and a C2SP checkpoint of the Merkle tree, cosigned by the witnesses and kept in the database
+(``GET /checkpoint``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -87,6 +91,50 @@ def router(ledger: Ledger, settings: Settings) -> APIRouter:
     return routes
 
 
+@dataclass
+class NoteSigner:
+    """Signs a C2SP checkpoint of the tree when one is due, with its witnesses' cosignatures; remembers the last
+    failure (a witness that refuses or cannot be reached) so that it is logged once per change, loudly."""
+
+    ledger: Ledger
+    every_events: int
+    every: _dt.timedelta | None
+    last_size: int | None = None
+    last_at: _dt.datetime | None = None
+    problem: str | None = field(default=None)
+
+    def run_once(self, *, force: bool = False) -> None:
+        clock = self.ledger.clock
+        if self.last_size is None:
+            kept = self.ledger.latest_tlog_checkpoint()
+            self.last_size, self.last_at = (kept.size if kept else 0), clock()
+        size = self.ledger.store.tree_size()
+        if size <= self.last_size:
+            return
+        now = clock()
+        due = force or (self.every_events and size - self.last_size >= self.every_events)
+        due = due or (self.every is not None and self.last_at is not None and now - self.last_at >= self.every)
+        if not due:
+            return
+        try:
+            signed = self.ledger.sign_tlog_checkpoint()
+        except LedgerError as exc:
+            if exc.message != self.problem:
+                log.error("could not sign a transparency-log checkpoint: %s (%s)", exc.message, exc.hint)
+            self.problem = exc.message
+            return
+        self.problem = None
+        self.last_size, self.last_at = signed.size, now
+        log.info("transparency-log checkpoint of tree size %d signed (%s)", signed.size, ", ".join(signed.cosigned_by))
+
+
+def note_signer(ledger: Ledger, settings: Settings) -> NoteSigner | None:
+    """The background signer of C2SP checkpoints, or None without a signing key or with checkpoints off."""
+    if ledger.signer is None or not (settings.checkpoint_every_events or settings.checkpoint_every_minutes):
+        return None
+    return NoteSigner(ledger, settings.checkpoint_every_events, settings.checkpoint_every)
+
+
 def checkpointer(ledger: Ledger, settings: Settings) -> checkpoints.Checkpointer | None:
     """The background writer, or None when automatic checkpoints are off or there is no signing key."""
     if ledger.signer is None or not (settings.checkpoint_every_events or settings.checkpoint_every_minutes):
@@ -102,24 +150,38 @@ def checkpointer(ledger: Ledger, settings: Settings) -> checkpoints.Checkpointer
 
 
 @contextlib.asynccontextmanager
-async def running(writer: checkpoints.Checkpointer | None) -> AsyncIterator[None]:
-    """Run ``writer`` in the background for the life of the app; write a last checkpoint at shutdown."""
-    if writer is None:
+async def running(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None = None) -> AsyncIterator[None]:
+    """Run ``writer`` and ``signer`` in the background for the life of the app; a last checkpoint of each at
+    shutdown."""
+    if writer is None and signer is None:
         yield
         return
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_loop, writer)
+        tasks.start_soon(_loop, writer, signer)
         try:
             yield
         finally:
             tasks.cancel_scope.cancel()
-    await anyio.to_thread.run_sync(_write, writer, True)
+    if writer is not None:
+        await anyio.to_thread.run_sync(_write, writer, True)
+    if signer is not None:
+        await anyio.to_thread.run_sync(lambda: _sign(signer, True))
 
 
-async def _loop(writer: checkpoints.Checkpointer) -> None:
+async def _loop(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None) -> None:
     while True:
-        await anyio.to_thread.run_sync(_write, writer, False)
+        if writer is not None:
+            await anyio.to_thread.run_sync(_write, writer, False)
+        if signer is not None:
+            await anyio.to_thread.run_sync(lambda: _sign(signer, False))
         await anyio.sleep(POLL_SECONDS)
+
+
+def _sign(signer: NoteSigner, force: bool) -> None:
+    try:
+        signer.run_once(force=force)
+    except (LedgerError, OSError) as exc:  # the store is down: try again at the next poll
+        log.warning("could not sign a transparency-log checkpoint: %s", exc)
 
 
 def _write(writer: checkpoints.Checkpointer, force: bool) -> None:

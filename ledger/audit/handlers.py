@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 from ledger.audit import checkpoints
 from ledger.audit.report import CheckpointFinding, Replay
+from ledger.audit.transparency import TransparencyCommands
 from ledger.core import signing
 from ledger.core.chain import ChainReport, StoredRecord
 from ledger.core.errors import ConcurrencyError, Conflict
@@ -37,9 +38,10 @@ from projections.runner import (
 class AuditCommands:
     """The log itself: its identity, its chain, its checkpoints and its replays."""
 
-    def __init__(self, kernel: Kernel, memory: MemoryCommands) -> None:
+    def __init__(self, kernel: Kernel, memory: MemoryCommands, transparency: TransparencyCommands) -> None:
         self.kernel = kernel
         self.memory = memory
+        self.transparency = transparency
 
     def initialise(self) -> bool:
         """Create the schema and record which keys this ledger is bound to. Idempotent.
@@ -50,6 +52,7 @@ class AuditCommands:
         self.kernel.store.create_schema()
         self.kernel.index.create_schema()
         self.kernel.snapshots.create_schema()
+        self.transparency.create_schema()
         system = {"agent": "system", "source": "cli"}
         for _ in range(self.kernel.config.max_conflict_retries):
             state = self.kernel.store.load_stream(LEDGER_STREAM)
