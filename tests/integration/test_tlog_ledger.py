@@ -1,0 +1,173 @@
+"""The ledger as a transparency log (issue 24), on SQLite and PostgreSQL: C2SP checkpoints signed with the ledger's key
+for its origin, inclusion proofs of every event and consistency proofs between checkpoints that verify with the
+standard algorithms, offline bundles, and what an attacker with the database cannot hide from a kept checkpoint."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from ledger.audit.transparency import ORIGIN_PREFIX
+from ledger.core.errors import InvalidInput, NotFound
+from ledger.core.storage import SqlEventStore
+from ledger.core.tlog import bundle, merkle, note
+from ledger.service import Actor, Ledger
+from tests.integration.test_tamper import INSERT, disable_chain_triggers, forged_search, raw, rewrite_from
+
+ALICE = Actor("alice", "mcp")
+
+
+def grow(ledger: Ledger, n: int, word: str = "note") -> None:
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    for i in range(n):
+        ledger.remember(ALICE, f"what alice learned, {word} {i}", [], sid)
+
+
+def opened(ledger: Ledger, text: str) -> note.Checkpoint:
+    return note.open_checkpoint(text, note.parse_vkey(ledger.tlog_vkey())).checkpoint
+
+
+def test_checkpoints_are_c2sp_notes_of_the_tree_of_chain_hashes(ledger: Ledger) -> None:
+    grow(ledger, 5)
+    head, _ = ledger.store.head()
+    signed = ledger.sign_tlog_checkpoint()
+    cp = opened(ledger, signed.note)
+    first = ledger.store.get(1)
+    assert first is not None
+    assert cp.origin == ledger.tlog_origin() == ORIGIN_PREFIX + first.hash[:32]
+    assert cp.size == head == ledger.store.tree_size() and signed.new
+    # the root is RFC 6962's over the leaves "event p's 32-byte chain hash", recomputed here from the log itself
+    acc = merkle.CompactRange()
+    for rec in ledger.store.iter_records():
+        acc.append(merkle.leaf_hash(bytes.fromhex(rec.hash)))
+    assert cp.root == acc.root()
+    lines = signed.note.split("\n")
+    assert lines[:3] == [cp.origin, str(head), base64.b64encode(cp.root).decode()]
+    assert lines[3] == "" and lines[4].startswith(f"— {cp.origin} ")
+    vkey = ledger.tlog_vkey()
+    assert vkey.startswith(cp.origin + "+") and note.parse_vkey(vkey).public == ledger.public_key().raw
+    # nothing new: the same checkpoint comes back, unsigned again
+    again = ledger.sign_tlog_checkpoint()
+    assert again.note == signed.note and not again.new and ledger.latest_tlog_checkpoint() == again
+
+
+def test_every_event_has_an_inclusion_proof_and_checkpoints_are_consistent(ledger: Ledger) -> None:
+    grow(ledger, 7)
+    first = ledger.sign_tlog_checkpoint()
+    grow(ledger, 9, "more")
+    second = ledger.sign_tlog_checkpoint()
+    a, b = opened(ledger, first.note), opened(ledger, second.note)
+    for position in range(1, b.size + 1):
+        leaf, proof = ledger.tlog_inclusion(position - 1, b.size)
+        record = ledger.store.get(position)
+        assert record is not None and leaf == bytes.fromhex(record.hash)
+        assert len(proof) <= (b.size - 1).bit_length()
+        merkle.verify_inclusion(position - 1, b.size, merkle.leaf_hash(leaf), proof, b.root)
+    merkle.verify_consistency(a.size, b.size, ledger.tlog_consistency(a.size, b.size), a.root, b.root)
+    assert ledger.tlog_consistency(b.size, b.size) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        (lambda lg, n: lg.tlog_inclusion(n, n), "not in a tree"),
+        (lambda lg, n: lg.tlog_inclusion(-1, n), "not in a tree"),
+        (lambda lg, n: lg.tlog_inclusion(0, n + 1), "past the log's tree"),
+        (lambda lg, n: lg.tlog_consistency(0, n), "1 ≤ old ≤ size"),
+        (lambda lg, n: lg.tlog_consistency(n, n - 1), "1 ≤ old ≤ size"),
+        (lambda lg, n: lg.tlog_consistency(1, n + 5), "past the log's tree"),
+    ],
+)
+def test_bad_proof_requests_say_what_to_send(ledger: Ledger, call, why: str) -> None:  # type: ignore[no-untyped-def]
+    grow(ledger, 2)
+    n = ledger.store.tree_size()
+    with pytest.raises(InvalidInput, match=why) as caught:
+        call(ledger, n)
+    assert caught.value.hint
+
+
+def test_bundles_verify_offline_for_every_covered_event(ledger: Ledger) -> None:
+    grow(ledger, 4)
+    covered = ledger.sign_tlog_checkpoint().size
+    grow(ledger, 2, "later")
+    log = note.parse_vkey(ledger.tlog_vkey())
+    for position in (1, covered // 2, covered):
+        text = ledger.tlog_bundle(position)
+        assert text.startswith(f"{bundle.HEADER}\nindex {position - 1}\n")
+        verified = bundle.verify(text, ledger.store.leaf_data(position), log)
+        assert verified.checkpoint.checkpoint.size == covered
+        with pytest.raises(merkle.ProofError):
+            bundle.verify(text, ledger.store.leaf_data(position % covered + 1), log)
+    with pytest.raises(NotFound, match="no checkpoint covers position") as caught:
+        ledger.tlog_bundle(covered + 1)
+    assert "tlog checkpoint" in caught.value.hint
+
+
+def forge_tree(store: SqlEventStore) -> None:
+    """An attacker who rewrote the chain also rewrites the stored tree to match it (pure hashing, no key needed)."""
+    hashes: list[bytes] = []
+    for i, rec in enumerate(store.iter_records()):
+        hashes.extend(
+            merkle.new_stored_hashes(i, merkle.leaf_hash(bytes.fromhex(rec.hash)), lambda ix: [hashes[j] for j in ix])
+        )
+    if store.dialect == "sqlite":
+        raw(store, "DROP TRIGGER IF EXISTS tlog_hashes_reject_update")
+        raw(store, "DROP TRIGGER IF EXISTS tlog_hashes_reject_delete")
+    else:
+        raw(store, "ALTER TABLE tlog_hashes DISABLE TRIGGER USER")
+    raw(store, "DELETE FROM tlog_hashes")
+    for i, h in enumerate(hashes):
+        raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (i, h))
+
+
+def test_a_rewrite_rehashed_to_the_end_cannot_hide_from_a_kept_checkpoint(ledger: Ledger) -> None:
+    grow(ledger, 8)
+    sid = ledger.clock_in(ALICE, "dev").session_id
+    kept = ledger.sign_tlog_checkpoint()
+    old = opened(ledger, kept.note)
+    assert [f.problem for f in ledger.check_checkpoint_notes([("kept.note", kept.note)])] == [None]
+    # the attacker rewrites event 5, re-hashes the chain after it, appends two rows of its own and rebuilds the
+    # stored tree to match: everything an attacker with the database (and no key) can do
+    disable_chain_triggers(ledger.store)
+    rewrite_from(ledger.store, 5, "note 2", "note X")
+    for _ in range(2):
+        head, head_hash = ledger.store.head()
+        version = max(r.version for r in ledger.store.iter_records(stream=f"session:{sid}"))
+        raw(ledger.store, INSERT, forged_search(ledger.store, sid, head + 1, version + 1, head_hash))
+    forge_tree(ledger.store)
+    size = ledger.store.tree_size()
+    assert size == old.size + 2
+    # the note kept elsewhere names the file and what broke
+    [finding] = ledger.check_checkpoint_notes([("kept.note", kept.note)])
+    assert finding.where == "kept.note" and finding.problem is not None and "rewritten" in finding.problem
+    # no consistency proof the ledger can now give leads from the kept root to its new tree
+    for new_size in (old.size, size):
+        with pytest.raises(merkle.ProofError):
+            merkle.verify_consistency(
+                old.size,
+                new_size,
+                ledger.tlog_consistency(old.size, new_size),
+                old.root,
+                ledger.store.tree_root(new_size),
+            )
+
+
+def test_a_truncated_log_fails_a_kept_checkpoint_naming_the_file(ledger: Ledger) -> None:
+    grow(ledger, 6)
+    kept = ledger.sign_tlog_checkpoint()
+    disable_chain_triggers(ledger.store)
+    raw(ledger.store, "DELETE FROM events WHERE position > ?", (kept.size - 2,))
+    [finding] = ledger.check_checkpoint_notes([("/kept/cp.note", kept.note)])
+    assert finding.problem is not None and "removed" in finding.problem and finding.where == "/kept/cp.note"
+
+
+def test_a_note_signed_by_another_key_is_not_this_ledgers(ledger: Ledger) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    grow(ledger, 2)
+    size = ledger.store.tree_size()
+    impostor = note.Signer(ledger.tlog_origin(), Ed25519PrivateKey.generate())
+    forged = note.sign(note.Checkpoint(ledger.tlog_origin(), size, ledger.store.tree_root(size)).text, impostor)
+    [finding] = ledger.check_checkpoint_notes([("forged.note", forged)])
+    assert finding.problem is not None and "not a checkpoint of this ledger" in finding.problem
