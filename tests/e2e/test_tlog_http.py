@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from api.settings import Settings
 from ledger.core.tlog import merkle, note
-from ledger.service import Actor, Ledger
+from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.integration.test_tamper import disable_chain_triggers, rewrite_from
 from tests.integration.test_tlog_ledger import forge_tree, grow
