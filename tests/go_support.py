@@ -198,7 +198,7 @@ class GoChecker:
 
             writer = threading.Thread(target=write, daemon=True)
             writer.start()
-            answers = []
+            answers: list[dict[str, Any]] = []
             for request in requests:
                 line = stdout.readline()
                 if not line:

@@ -160,7 +160,9 @@ def test_bundle_round_trip_and_policy() -> None:
         bundle.parse(text.replace("index 12", "index 012"))
 
 
-@pytest.mark.parametrize("encoded", ["QUJD====", "QUJDRA===", "QUJDRA", "QUJDRA=", "QU JD", "QUJD\n", "=QUJD", "QUJD=RA="])
+@pytest.mark.parametrize(
+    "encoded", ["QUJD====", "QUJDRA===", "QUJDRA", "QUJDRA=", "QU JD", "QUJD\n", "=QUJD", "QUJD=RA="]
+)
 def test_base64_is_read_as_strictly_as_gos_std_encoding(encoded: str) -> None:
     # Python's b64decode(validate=True) takes "QUJD====" (excess padding); Go's note.Open rejects a note whole for
     # it, so a line we accepted and passed on would make every Go verifier reject our checkpoint.
