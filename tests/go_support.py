@@ -128,7 +128,10 @@ def build() -> Path:
                 "apt-get install golang-golang-x-mod-dev"
             )
     version = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60).stdout.strip()
-    digest = hashlib.sha256(SOURCE.read_bytes() + b"\0" + version.encode()).hexdigest()[:16]
+    # keyed by the checker's source, the Go version and the x/mod sources it compiles in (an upgrade rebuilds)
+    inputs = [SOURCE.read_bytes(), version.encode()]
+    inputs += [f.read_bytes() for package in ("note", "tlog") for f in sorted((SUMDB / package).glob("*.go"))]
+    digest = hashlib.sha256(b"\0".join(inputs)).hexdigest()[:16]
     default_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compliance-ledger" / "go"
     cache = Path(os.environ.get("LEDGER_GO_CACHE") or default_cache)
     binary = cache / digest / "tlogcheck"
