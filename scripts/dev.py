@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -81,6 +82,24 @@ def check_node_for_ci() -> None:
         sys.exit("[dev] the Node.js packages pinned in tests/node could not be installed; CI requires them")
 
 
+def apt_install_command(packages: list[str], euid: int) -> list[str]:
+    """The apt-get command that installs ``packages``: through ``sudo -n`` (never a password prompt) when not root."""
+    sudo = [] if euid == 0 else ["sudo", "-n"]
+    return [*sudo, "apt-get", "install", "-y", "--no-install-recommends", *packages]
+
+
+def apt_install(packages: list[str], why: str) -> None:
+    """Install Debian packages for a CI prerequisite, updating the package list once if the first try fails; exit
+    loudly if they cannot be installed."""
+    say(f"installing {' '.join(packages)} for {why} (apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = apt_install_command(packages, os.geteuid())
+    if run(*command, env=env) != 0:
+        run(*command[: command.index("apt-get") + 1], "update", env=env)  # a stale package list is the usual cause
+        if run(*command, env=env) != 0:
+            sys.exit(f"[dev] apt-get could not install {' '.join(packages)}; CI requires them for {why}")
+
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -90,15 +109,39 @@ def check_chromium_for_ci() -> None:
     why, without a browser."""
     if not os.environ.get("CI") or CHROMIUM.exists():
         return
-    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    say("installing chromium for the dashboard's browser tests (apt-get)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if run(*sudo, "apt-get", "install", "-y", "--no-install-recommends", "chromium", env=env) != 0:
-        run(*sudo, "apt-get", "update", env=env)  # a stale package list is the usual cause
-        if run(*sudo, "apt-get", "install", "-y", "--no-install-recommends", "chromium", env=env) != 0:
-            sys.exit("[dev] apt-get could not install chromium; CI requires it for tests/browser/")
+    apt_install(["chromium"], "tests/browser/")
     if not CHROMIUM.exists():
         sys.exit(f"[dev] chromium was installed but {CHROMIUM} is missing; CI requires it for tests/browser/")
+
+
+GO_SUMDB = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb")
+
+
+def go_packages_missing(go: str | None, sumdb: Path) -> list[str]:
+    """The Debian packages the Go cross-check of the transparency log lacks: ``golang-go`` when there is no ``go``
+    (``go`` is its path on PATH, or None), ``golang-golang-x-mod-dev`` when golang.org/x/mod/sumdb/{note,tlog} are
+    missing. A Go that is already there is used, not replaced."""
+    missing = [] if go else ["golang-go"]
+    if not all((sumdb / package).is_dir() for package in ("note", "tlog")):
+        missing.append("golang-golang-x-mod-dev")
+    return missing
+
+
+def check_go_for_ci() -> None:
+    """In CI the Go cross-check of the transparency log (tests/go_support.py: the Go team's sumdb/note and
+    sumdb/tlog) is mandatory: install Debian's ``golang-go`` and ``golang-golang-x-mod-dev`` with apt-get when
+    missing (through sudo when not root), build the checker up front, and fail loudly if either fails. Outside CI
+    the tests skip, saying why, without Go."""
+    if not os.environ.get("CI"):
+        return
+    missing = go_packages_missing(shutil.which("go"), GO_SUMDB)
+    if missing:
+        apt_install(missing, "the Go cross-check of the transparency log (tests/go_support.py)")
+        still = go_packages_missing(shutil.which("go"), GO_SUMDB)
+        if still:
+            sys.exit(f"[dev] {' '.join(still)} installed, yet go or {GO_SUMDB} is missing; CI requires them")
+    if run(PY, "-m", "tests.go_support") != 0:
+        sys.exit("[dev] the Go checker tests/go/tlogcheck could not be built; CI requires it")
 
 
 def cmd_test(args: list[str]) -> int:
@@ -106,6 +149,7 @@ def cmd_test(args: list[str]) -> int:
     check_postgres_for_ci()
     check_node_for_ci()
     check_chromium_for_ci()
+    check_go_for_ci()
     for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
         say("running " + " ".join(step))
         if run(BIN / step[0], *step[1:]) != 0:

@@ -20,6 +20,7 @@ from api.bootstrap import initialise
 from api.settings import Settings
 from ledger.core import clock as _clock
 from ledger.service import Ledger
+from tests import go_support
 from tests.anchor_support import git
 
 # Hypothesis times each example (a 200 ms deadline) and its data generation (the too_slow health check): on a
@@ -71,6 +72,15 @@ def pg_url(pg_server: str) -> Iterator[str]:
     yield f"{pg_server}{sep}options={quote('-csearch_path=' + schema)}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def go_checker() -> Iterator[go_support.GoChecker]:
+    """The Go team's sumdb/note and sumdb/tlog checking this project's notes and proofs (tests/go_support.py): one
+    process per session; skips without Go, fails in CI."""
+    checker = go_support.start()
+    yield checker
+    checker.close()
 
 
 @pytest.fixture

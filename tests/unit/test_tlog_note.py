@@ -158,3 +158,38 @@ def test_bundle_round_trip_and_policy() -> None:
         bundle.verify(text.replace("index 12", "index 13"), leaves[12], log.verifier)
     with pytest.raises(note.NoteError, match="index line"):
         bundle.parse(text.replace("index 12", "index 012"))
+
+
+@pytest.mark.parametrize(
+    "encoded", ["QUJD====", "QUJDRA===", "QUJDRA", "QUJDRA=", "QU JD", "QUJD\n", "=QUJD", "QUJD=RA="]
+)
+def test_base64_is_read_as_strictly_as_gos_std_encoding(encoded: str) -> None:
+    # Python's b64decode(validate=True) takes "QUJD====" (excess padding); Go's note.Open rejects a note whole for
+    # it, so a line we accepted and passed on would make every Go verifier reject our checkpoint.
+    with pytest.raises(note.NoteError, match="not standard base64"):
+        note.decode_base64(encoded, "the data")
+    assert note.decode_base64("QUJDRA==", "the data") == b"ABCD"
+    assert note.decode_base64("", "the data") == b""
+
+
+def test_a_signature_line_with_excess_padding_makes_the_note_malformed() -> None:
+    log, other = signer("example.com/log"), signer("other.example")
+    text = note.sign("hello\n", log, other)
+    other_line = text.splitlines()[-1]
+    raw = base64.b64decode(other_line.split(" ")[2]) + b"\0"  # 69 bytes: 92 characters, no padding needed
+    padded = text.replace(other_line, f"\u2014 other.example {base64.b64encode(raw).decode()}=")
+    with pytest.raises(note.NoteError, match="not standard base64"):
+        note.open_note(padded, [log.verifier])  # even an unknown key's line: Go calls the note malformed
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\x1c"])
+def test_signature_lines_are_split_at_newlines_only(separator: str) -> None:
+    # str.splitlines() breaks at these too; the spec and Go's note.Open do not, so two lines joined by one of them
+    # are one malformed line, not two signatures.
+    log, other = signer("example.com/log"), signer("other.example")
+    text = note.sign("hello\n", log, other)
+    joined = text.replace("\n\u2014 other.example", separator + "\u2014 other.example")
+    with pytest.raises(note.NoteError):
+        note.open_note(joined, [log.verifier])
+    with pytest.raises(note.NoteError):
+        note.parse_signature_lines(text.split("\n\n")[1].replace("\n\u2014 other", separator + "\u2014 other"))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ledger.core.tlog import merkle
-from ledger.core.tlog.note import NoteError, SignedCheckpoint, Verifier, open_checkpoint
+from ledger.core.tlog.note import NoteError, SignedCheckpoint, Verifier, decode_base64, open_checkpoint
 
 HEADER = "c2sp.org/tlog-proof@v1"
 SUFFIX = ".tlog-proof"
@@ -50,10 +50,7 @@ def parse(text: str) -> Bundle:
     rest = lines[1:]
     extra = None
     if rest and rest[0].startswith("extra "):
-        try:
-            extra = base64.b64decode(rest[0][6:], validate=True)
-        except ValueError as exc:
-            raise NoteError("the extra line's data is not standard base64") from exc
+        extra = decode_base64(rest[0][6:], "the extra line's data")
         rest = rest[1:]
     if not rest or not (match := _INDEX.match(rest[0])):
         raise NoteError("a tlog-proof's index line is 'index <decimal, no leading zeros>'")
@@ -62,10 +59,7 @@ def parse(text: str) -> Bundle:
         raise NoteError(f"the inclusion proof has more than {MAX_PROOF_LINES} hashes")
     proof = []
     for n, line in enumerate(hashes, 1):
-        try:
-            value = base64.b64decode(line, validate=True)
-        except ValueError as exc:
-            raise NoteError(f"inclusion proof line {n} is not standard base64") from exc
+        value = decode_base64(line, f"inclusion proof line {n}")
         if len(value) != merkle.HASH_SIZE:
             raise NoteError(f"inclusion proof line {n} holds {len(value)} bytes, not a {merkle.HASH_SIZE}-byte hash")
         proof.append(value)

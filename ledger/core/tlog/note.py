@@ -46,7 +46,14 @@ class NoteError(ValueError):
     """A note, key or checkpoint that is malformed or does not verify; the message says which and why."""
 
 
-def _b64decode(text: str, what: str) -> bytes:
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def decode_base64(text: str, what: str) -> bytes:
+    """Standard padded base64 exactly as Go's ``base64.StdEncoding`` reads it: Python's decoder, even with
+    ``validate=True``, also takes excess padding (``QUJD====``) that Go's note.Open rejects the whole note for."""
+    if not _BASE64.fullmatch(text):
+        raise NoteError(f"{what} is not standard base64 (A-Z a-z 0-9 + /, padded with = to a multiple of 4)")
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError) as exc:
@@ -112,7 +119,7 @@ def parse_vkey(vkey: str) -> Verifier:
     check_name(name)
     if not re.fullmatch(r"[0-9a-f]{8}", hex_id):
         raise NoteError(f"the verifier key's ID {hex_id!r} must be 8 lower-case hex digits")
-    raw = _b64decode(encoded, "the verifier key's key part")
+    raw = decode_base64(encoded, "the verifier key's key part")
     if len(raw) != 33 or raw[0] not in (ED25519, COSIGNATURE_V1):
         raise NoteError(
             "the verifier key must hold an Ed25519 key: type 0x01 (a log's key) or 0x04 (a witness's), then 32 bytes"
@@ -213,7 +220,9 @@ def parse(note: str | bytes) -> Note:
         raise NoteError("a signed note needs a blank line between its text and its signature lines")
     text, lines = data[: split + 1], data[split + 2 :]
     signatures: list[Signature] = []
-    for line in lines.decode("utf-8").splitlines():
+    # split on newlines only: str.splitlines() also breaks at U+2028, U+0085 and others, which Go's note.Open
+    # (and the spec) keep inside a line
+    for line in lines.decode("utf-8").split("\n")[:-1]:
         if len(signatures) >= MAX_SIGNATURES:
             raise NoteError(f"the note carries more than {MAX_SIGNATURES} signatures")
         signatures.append(_parse_signature(line))
@@ -226,7 +235,7 @@ def parse_signature_lines(text: str) -> list[Signature]:
     """Signature lines on their own, e.g. a witness's answer to add-checkpoint."""
     if text and not text.endswith("\n"):
         raise NoteError("signature lines must each end in a newline")
-    return [_parse_signature(line) for line in text.splitlines()]
+    return [_parse_signature(line) for line in text.split("\n")[:-1]]
 
 
 def _parse_signature(line: str) -> Signature:
@@ -237,7 +246,7 @@ def _parse_signature(line: str) -> Signature:
         raise NoteError(f"a signature line is '{DASH} <key name> <base64 signature>': {line[:60]!r}")
     name, encoded = parts
     check_name(name)
-    raw = _b64decode(encoded, f"the signature of {name}")
+    raw = decode_base64(encoded, f"the signature of {name}")
     if len(raw) < 5:
         raise NoteError(f"the signature of {name} is too short to hold a key ID and a signature")
     return Signature(name, raw[:4], raw[4:], line + "\n")
@@ -308,7 +317,7 @@ def parse_checkpoint(text: bytes) -> Checkpoint:
         raise NoteError("a checkpoint's origin line is empty")
     if not _DECIMAL.match(size_text) or len(size_text) > 19:
         raise NoteError(f"a checkpoint's tree size must be a decimal with no leading zeros, not {size_text[:30]!r}")
-    root = _b64decode(root_text, "the checkpoint's root hash")
+    root = decode_base64(root_text, "the checkpoint's root hash")
     if len(root) != HASH_SIZE:
         raise NoteError(f"the checkpoint's root hash has {len(root)} bytes, not {HASH_SIZE}")
     if any(not line for line in extensions):
