@@ -7,6 +7,7 @@ not a full-text match of every content word of the query; it is chosen from thes
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -83,7 +84,7 @@ def text(spreads: dict[str, Spread]) -> str:
     if "hybrid" not in spreads:
         return "The similarity floor needs the `[semantic]` extra: not measured here.\n"
     floor, found, before = fusion.MIN_SIMILARITY, spreads["hybrid"].found, spreads["hybrid"].unfloored
-    return f"""**Similarity floor (issue 23).** With embeddings, a hit that is not a full-text match of every
+    return _wrapped(f"""**Similarity floor (issue 23).** With embeddings, a hit that is not a full-text match of every
 content word of the query counts only when its cosine with the query is at least `LEDGER_SEARCH_MIN_SIMILARITY` (default
 {floor:g}, `projections/fusion.py`). `memory_search` applies it; recall does not (a frame ranks its own
 candidates), so the `seed, self frame` column is without it. Rows `embeddings, no floor` and `hybrid, no floor`
@@ -106,4 +107,11 @@ MRR rises (0.95 -> 0.97 over all queries) because the floor drops a weak OR matc
 nonsense queries go from {before} hits (the limit, {DEPTH}, each) to {sum(found)} at {floor:g}, and
 {sum(1 for f in found if not f)} of the {len(found)} find nothing. Raising the floor turns more of them away, and
 costs MRR from 0.30 and recall@{K} from 0.32 (seed 0.27 -> 0.18); lowering it lets more unrelated blocks count.
-"""
+""")
+
+
+def _wrapped(text: str) -> str:
+    """``text`` with each paragraph (not the table) wrapped at 115 columns."""
+    parts = text.strip().split("\n\n")
+    wrap = [p if p.startswith("|") else "\n".join(textwrap.wrap(" ".join(p.split()), 115)) for p in parts]
+    return "\n\n".join(wrap) + "\n"
