@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.core.limits import Timeouts
+from projections import fusion
 
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
@@ -54,6 +55,13 @@ class Settings(BaseSettings):
         True,
         description="hybrid search (BM25 + local embeddings) and consolidation when the [semantic] extra is "
         "installed; false: BM25 alone",
+    )
+    search_min_similarity: float = Field(
+        fusion.MIN_SIMILARITY,
+        ge=-1.0,
+        le=1.0,
+        description="hybrid search: the cosine a hit needs unless it matches every content word of the query "
+        "(higher: fewer, surer hits; -1: every candidate counts)",
     )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
