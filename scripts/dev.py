@@ -6,8 +6,8 @@
                                    # sdist into dist/, run the whole test suite (which installs that wheel)
 
 Anything after the command is passed on (``serve --port 9000``, ``test -k gate``); the ledger's own options
-(``serve --home DIR``, ``--db URL``, ``--key-file``, ``--signing-key-file``) go where the ledger takes them. The virtual environment
-is (re)installed whenever pyproject.toml changes. Uses only the standard library.
+(``serve --home DIR``, ``--db URL``, ``--key-file``, ``--signing-key-file``) go where the ledger takes them. The
+virtual environment is (re)installed whenever pyproject.toml changes. Uses only the standard library.
 """
 
 from __future__ import annotations

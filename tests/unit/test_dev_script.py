@@ -50,9 +50,7 @@ def test_the_dev_script_knows_every_option_of_the_root_command_that_takes_a_valu
         ["--port=9000", "--db", "sqlite:////srv/ledger/x.db", "--home", "/srv/ledger"],
     ],
 )
-def test_serve_home_and_db_go_before_the_command_and_parse_as_the_ledgers_own(
-    dev: ModuleType, args: list[str]
-) -> None:
+def test_serve_home_and_db_go_before_the_command_and_parse_as_the_ledgers_own(dev: ModuleType, args: list[str]) -> None:
     argv = dev.serve_argv(args)
 
     root, serve = parse(argv)  # serve would refuse a root option after it (the last test)
