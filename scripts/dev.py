@@ -128,7 +128,7 @@ def cmd_test(args: list[str]) -> int:
 
 
 # The ledger's own options (api/cli/root.py), which its command line takes before the command: ``serve --home DIR``
-# here becomes ``compliance-ledger --home DIR serve``. Each takes a value. tests/unit/test_dev_script.py checks this
+# here becomes ``compliance-ledger --home DIR serve``. Each takes a value. tests/unit/test_dev_serve_args.py checks this
 # list against the root command's options.
 GLOBAL_OPTIONS = ("--db", "--home", "--key-file", "--signing-key-file")
 
