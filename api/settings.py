@@ -22,6 +22,20 @@ def default_home() -> Path:
     return Path(base) / "compliance-ledger"
 
 
+def default_project_roots() -> list[str]:
+    """The home directory and the directory this process started from (``serve`` or ``mcp`` started in a project
+    in /srv or /tmp accepts that project). Not the filesystem root: a service manager or a container starts
+    processes there, and it would let a working_dir be anywhere."""
+    roots = [str(Path.home())]
+    try:
+        started = Path(os.getcwd())
+    except OSError:  # the directory was removed under us: the home directory alone
+        return roots
+    if started.parent != started and not started.is_relative_to(roots[0]):
+        roots.append(str(started))
+    return roots
+
+
 class Settings(BaseSettings):
     """Where the ledger lives and how it behaves. Every field can be set as ``LEDGER_<FIELD>``."""
 
@@ -74,8 +88,9 @@ class Settings(BaseSettings):
     )
     agent: str = Field("local", description="agent name for HTTP calls when no API keys exist")
     project_roots: list[str] = Field(
-        default_factory=lambda: [str(Path.home())],
-        description="directories a session's working_dir must lie inside (JSON list in LEDGER_PROJECT_ROOTS)",
+        default_factory=default_project_roots,
+        description="directories a session's working_dir must lie inside (JSON list in LEDGER_PROJECT_ROOTS); "
+        "default: the home directory and the directory the command was started from (unless that is /)",
     )
     context_paths: list[str] = Field(
         default_factory=lambda: ["PROJECT-CONTEXT.oct.md", ".hestai/context/PROJECT-CONTEXT.oct.md"],
