@@ -24,14 +24,16 @@ def default_home() -> Path:
 
 def default_project_roots() -> list[str]:
     """The home directory and the directory this process started from (``serve`` or ``mcp`` started in a project
-    in /srv or /tmp accepts that project). Not the filesystem root: a service manager or a container starts
-    processes there, and it would let a working_dir be anywhere."""
-    roots = [str(Path.home())]
+    in /srv or /tmp accepts that project). Never the filesystem root, from either: a service manager or a container
+    starts processes there (and some run with ``HOME=/``), and it would let a working_dir be anywhere; with neither
+    left, every working_dir is refused until ``LEDGER_PROJECT_ROOTS`` names the roots."""
+    home = Path.home()
+    roots = [str(home)] if home.parent != home else []
     try:
         started = Path(os.getcwd())
     except OSError:  # the directory was removed under us: the home directory alone
         return roots
-    if started.parent != started and not started.is_relative_to(roots[0]):
+    if started.parent != started and not (roots and started.is_relative_to(roots[0])):
         roots.append(str(started))
     return roots
 

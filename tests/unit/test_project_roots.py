@@ -54,3 +54,13 @@ def test_the_setting_replaces_the_defaults(home: Path, tmp_path: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LEDGER_PROJECT_ROOTS", json.dumps(["/srv/projects"]))
     assert Settings().project_roots == ["/srv/projects"]
+
+
+def test_a_home_directory_at_the_filesystem_root_is_not_a_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Service managers and containers run processes with HOME=/; the home root must not then allow every path.
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.delenv("LEDGER_PROJECT_ROOTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert default_project_roots() == [str(tmp_path)]
+    monkeypatch.chdir("/")
+    assert default_project_roots() == []
