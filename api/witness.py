@@ -1,6 +1,7 @@
 """The witness's HTTP interface (c2sp.org/tlog-witness): ``POST /add-checkpoint`` and the monitoring API's
-``GET /<origin hash>/checkpoint``, one prefix for both. Apart from the ledger's REST app: no database, no API keys
-(the spec authenticates nothing but the log's signature on the checkpoint); the decisions are
+``GET /<origin hash>/checkpoint``, one prefix for both. Apart from the ledger's REST app: no database, no API keys.
+
+The spec authenticates nothing but the log's signature on the checkpoint. The decisions are
 :mod:`ledger.core.tlog.witness`'s, the state :class:`~ledger.core.tlog.witness_state.Witness`'s.
 """
 

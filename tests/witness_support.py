@@ -4,6 +4,7 @@ serve`` in a subprocess, each waited for by readiness (uvicorn started; the addr
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import queue
 import re
@@ -12,11 +13,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from freezegun import freeze_time
 
 from api.witness import build_witness_app
 from ledger.core.tlog import merkle, note
@@ -88,21 +90,27 @@ def witness_signer(name: str = "witness.example/w1") -> note.Signer:
 
 
 @contextmanager
-def witness_serving(witness: Witness) -> Iterator[str]:
-    """The witness's app on an ephemeral loopback port; yield its URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(build_witness_app(witness), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), "the witness to start")
-    assert thread.is_alive(), "uvicorn stopped while starting (its error is above)"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=READY_WITHIN)
-        sock.close()
+def witness_serving(witness: Witness, frozen_at: _dt.datetime | None = None) -> Iterator[str]:
+    """The witness's app on an ephemeral loopback port; yield its URL. With ``frozen_at`` the server runs its whole
+    life under freezegun (started and stopped inside it: an asyncio loop that crosses the freeze's end hangs; the
+    app is built before it, as FastAPI imports pydantic.v1 lazily, which fails under a frozen ``date``)."""
+    app = build_witness_app(witness)
+    with ExitStack() as stack:
+        if frozen_at is not None:
+            stack.enter_context(freeze_time(frozen_at, real_asyncio=True))
+        sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        wait_until(lambda: server.started or not thread.is_alive(), "the witness to start")
+        assert thread.is_alive(), "uvicorn stopped while starting (its error is above)"
+        try:
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        finally:
+            server.should_exit = True
+            thread.join(timeout=READY_WITHIN)
+            assert not thread.is_alive(), "the witness did not stop"
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -59,9 +59,7 @@ def witness_serve(
         Path, typer.Option(help="directory of the witness's state: each log's last cosigned checkpoint (keep it)")
     ],
     host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option(min=0, max=65535, help=f"port (default {WITNESS_PORT}; 0: any free port, named at start)")
-    ] = WITNESS_PORT,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="port (0: any free port, named at start)")] = WITNESS_PORT,
 ) -> None:
     """Serve POST /add-checkpoint and GET /<sha256 of origin>/checkpoint: cosign each log's checkpoints that are
     signed by its key and consistent with the last one cosigned (state kept in --state across restarts)."""

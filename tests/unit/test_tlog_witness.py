@@ -105,7 +105,7 @@ def test_the_422s() -> None:
     same = refused(fork.body(3), log.signer.verifier, last)
     assert (same.status, "forked" in same.message) == (422, True)
     # a consistency proof that fails
-    bad = [bytes(32)] + log.prove(3)[1:]
+    bad = [bytes(32), *log.prove(3)[1:]]
     assert refused(log.body(3, proof=bad), log.signer.verifier, last).status == 422
     assert refused(log.body(3, proof=log.prove(3)[:-1]), log.signer.verifier, last).status == 422
 
@@ -143,7 +143,7 @@ def test_the_key_file_holds_its_name_and_is_private(tmp_path: Path) -> None:
     again, created = create_witness_key(path, "witness.example/w1")  # same name: kept, never overwritten
     assert (again.verifier, created) == (signer.verifier, False)
     before = path.read_bytes()
-    with pytest.raises(Conflict, match="already holds the witness key of 'witness.example/w1'"):
+    with pytest.raises(Conflict, match=r"already holds the witness key of 'witness\.example/w1'"):
         create_witness_key(path, "witness.example/w2")
     assert path.read_bytes() == before
 
@@ -181,7 +181,7 @@ def test_a_state_file_that_cannot_be_read_stops_the_witness(tmp_path: Path) -> N
     with pytest.raises(NotInitialised, match="never delete it"):
         Witness(witness_signer(), [log.signer.verifier], state)
     state.write(log.origin, Log("log.example/else").grow(1).note())
-    with pytest.raises(NotInitialised, match="not 'log.example/ledger'"):
+    with pytest.raises(NotInitialised, match=r"not 'log\.example/ledger'"):
         Witness(witness_signer(), [log.signer.verifier], state)
 
 

@@ -66,11 +66,15 @@ def _check_lines(response: httpx.Response, witness: Verifier, text: bytes, who: 
     try:
         lines = _signature_lines(response.text)
     except NoteError as exc:
-        raise WitnessRefused(f"{who} answered 200 with something other than signature lines ({exc})", 200, response.text)
+        raise WitnessRefused(
+            f"{who} answered 200 with something other than signature lines ({exc})", 200, response.text
+        ) from None
     mine = [s for s in lines if (s.name, s.id) == (witness.name, witness.id)]  # the spec: ignore unknown keys
     for signature in mine:
-        if signature.timestamp == 0 or not witness.verify(text, signature.body):
+        if not witness.verify(text, signature.body):
             raise BadCosignature(f"{who} returned a cosignature that does not verify with its key: {signature.line!r}")
+        if signature.timestamp == 0:  # tlog-witness: "the timestamp MUST NOT be zero"
+            raise BadCosignature(f"{who} returned a cosignature with timestamp 0: {signature.line!r}")
     if not mine:
         raise BadCosignature(f"{who} answered 200 with no cosignature by its key {witness.vkey}: {response.text!r}")
     return mine
@@ -116,7 +120,9 @@ def request_cosignatures(
             used = held
             response = _post(http, endpoint, who, checkpoint, note, held, prove, timeout)
         if response.status_code != 200:
-            raise WitnessRefused(f"{who} refused the checkpoint of size {checkpoint.size}", response.status_code, response.text)
+            raise WitnessRefused(
+                f"{who} refused the checkpoint of size {checkpoint.size}", response.status_code, response.text
+            )
         return _check_lines(response, witness, text, who), used
     finally:
         if client is None:

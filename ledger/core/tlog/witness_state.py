@@ -174,15 +174,13 @@ def read_state(note: str, origin: str, where: Path) -> Checkpoint:
     "never cosigned" would let the log roll back."""
     try:
         checkpoint = _parse_checkpoint(parse(note).text)
+        if checkpoint.origin != origin:
+            raise NoteError(f"its origin is {checkpoint.origin!r}, not {origin!r}")
     except NoteError as exc:
-        checkpoint, problem = None, str(exc)
-    else:
-        problem = f"its origin is {checkpoint.origin!r}, not {origin!r}"
-    if checkpoint is None or checkpoint.origin != origin:
         raise NotInitialised(
-            f"the witness state {where} is not a checkpoint of {origin!r}: {problem}",
+            f"the witness state {where} is not a checkpoint of {origin!r}: {exc}",
             "restore it from a backup; never delete it (a witness that forgets a log's size cosigns a rollback)",
-        )
+        ) from None
     return checkpoint
 
 
