@@ -183,7 +183,7 @@ def check_consistency(request: AddCheckpoint, last: Checkpoint | None) -> None:
             raise Refusal(422, "the old size is 0, so the consistency proof must be empty")
         return
     assert last is not None
-    if checkpoint.size == last.size and checkpoint.root != last.root:
+    if request.old == checkpoint.size and checkpoint.root != last.root:
         # "If the old size matches the checkpoint size, the witness MUST check that the root hashes are also
         # identical. If they don't match, the witness MUST respond with a "422 Unprocessable Entity"" (the spec
         # moved this case from 409 to 422 in C2SP/C2SP#280: every 409 carries the size body, and a fork is no retry)
