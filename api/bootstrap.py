@@ -64,11 +64,16 @@ def _build(
 
 def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
     """The search index, hybrid (with an embedding index whose model loads on first use) when the ``[semantic]``
-    extra is installed and ``LEDGER_SEMANTIC`` is not false; its ``retrieval`` says which and why."""
+    extra is installed and ``LEDGER_SEMANTIC`` is not false, with the similarity floor of
+    ``LEDGER_SEARCH_MIN_SIMILARITY``; its ``retrieval`` says which and why."""
     available, why = embedder.status()
     if not settings.semantic:
         available, why = False, "BM25 alone: turned off by LEDGER_SEMANTIC=false"
-    index = SearchIndex(store, semantic=partial(_embedding_index, store) if available else None)
+    index = SearchIndex(
+        store,
+        semantic=partial(_embedding_index, store) if available else None,
+        min_similarity=settings.search_min_similarity,
+    )
     index.retrieval = why
     return index
 

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.core.limits import Timeouts
+from projections import fusion
 
 if TYPE_CHECKING:
     from ledger.core.tlog.policy import Witness
@@ -22,6 +23,22 @@ _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 def default_home() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "compliance-ledger"
+
+
+def default_project_roots() -> list[str]:
+    """The home directory and the directory this process started from (``serve`` or ``mcp`` started in a project
+    in /srv or /tmp accepts that project). Never the filesystem root, from either: a service manager or a container
+    starts processes there (and some run with ``HOME=/``), and it would let a working_dir be anywhere; with neither
+    left, every working_dir is refused until ``LEDGER_PROJECT_ROOTS`` names the roots."""
+    home = Path.home()
+    roots = [str(home)] if home.parent != home else []
+    try:
+        started = Path(os.getcwd())
+    except OSError:  # the directory was removed under us: the home directory alone
+        return roots
+    if started.parent != started and not (roots and started.is_relative_to(roots[0])):
+        roots.append(str(started))
+    return roots
 
 
 class Settings(BaseSettings):
@@ -66,6 +83,13 @@ class Settings(BaseSettings):
         description="hybrid search (BM25 + local embeddings) and consolidation when the [semantic] extra is "
         "installed; false: BM25 alone",
     )
+    search_min_similarity: float = Field(
+        fusion.MIN_SIMILARITY,
+        ge=-1.0,
+        le=1.0,
+        description="hybrid search: the cosine a hit needs unless it matches every content word of the query "
+        "(higher: fewer, surer hits; -1: every candidate counts)",
+    )
     token_ttl_minutes: float = Field(30.0, ge=0, description="compliance token lifetime; 0 = never expires")
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535, description="serve: the port to listen on; 0 picks a free one")
@@ -77,8 +101,9 @@ class Settings(BaseSettings):
     )
     agent: str = Field("local", description="agent name for HTTP calls when no API keys exist")
     project_roots: list[str] = Field(
-        default_factory=lambda: [str(Path.home())],
-        description="directories a session's working_dir must lie inside (JSON list in LEDGER_PROJECT_ROOTS)",
+        default_factory=default_project_roots,
+        description="directories a session's working_dir must lie inside (JSON list in LEDGER_PROJECT_ROOTS); "
+        "default: the home directory and the directory the command was started from (unless that is /)",
     )
     context_paths: list[str] = Field(
         default_factory=lambda: ["PROJECT-CONTEXT.oct.md", ".hestai/context/PROJECT-CONTEXT.oct.md"],

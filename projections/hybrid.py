@@ -31,9 +31,11 @@ def search(
     tag_prefix: str | None,
     mode: Mode,
     cur: Any,
+    floor: float = fusion.NO_FLOOR,
 ) -> list[Hit]:
     """The best ``limit`` blocks for ``query``: ``lexical`` (the full-text hits) fused with the nearest blocks
-    (``mode`` ``embeddings``: the nearest blocks alone, by cosine)."""
+    (``mode`` ``embeddings``: the nearest blocks alone, by cosine), less those under the similarity ``floor`` that
+    do not match every content word of the query (in ``embeddings`` mode, every hit under it)."""
     vector = index.embedder.embed_one(query)
     near = index.nearest(vector, max(limit, fusion.SEMANTIC_CANDIDATES), tag_prefix, cur)
     cosine = {block_id: cos for block_id, cos, _ in near}
@@ -44,9 +46,8 @@ def search(
     for block_id, v in index.vectors_of(missing, cur).items():
         cosine[block_id] = float(v @ vector)
     semantic = [Hit(block_id, "", [], cos, strong=False) for block_id, cos, _ in near]
-    ranked = fusion.fuse(
-        lexical, semantic, cosine, limit, weight=0.0 if mode == "embeddings" else fusion.LEXICAL_WEIGHT
-    )
+    weight = 0.0 if mode == "embeddings" else fusion.LEXICAL_WEIGHT
+    ranked = fusion.fuse(lexical, semantic, cosine, limit, weight=weight, floor=floor)
     return _with_texts(index, ranked, origins)
 
 

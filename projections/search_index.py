@@ -45,6 +45,7 @@ from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
 from projections import hybrid
 from projections.embedder import SemanticUnavailable
+from projections.fusion import MIN_SIMILARITY, NO_FLOOR
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -94,10 +95,13 @@ class SearchIndex:
         store: SqlEventStore,
         rank_at_most: int = RANK_AT_MOST,
         semantic: EmbeddingIndex | Callable[[], EmbeddingIndex] | None = None,
+        min_similarity: float = MIN_SIMILARITY,
     ) -> None:
         self.store = store
         self._semantic = semantic
         self.mode: hybrid.Mode = "hybrid"
+        self.min_similarity = min_similarity
+        """Hybrid search's similarity floor (:mod:`projections.fusion`, ``LEDGER_SEARCH_MIN_SIMILARITY``)."""
         self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"  # doctor, /health
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
@@ -339,7 +343,7 @@ class SearchIndex:
         else:
             cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
 
-    def search(self, query: str, limit: int, tag_prefix: str | None = None) -> list[Hit]:
+    def search(self, query: str, limit: int, tag_prefix: str | None = None, floor: bool = True) -> list[Hit]:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
 
         Stop words are dropped unless the query has nothing else (:mod:`projections.query_analysis`); blocks
@@ -347,6 +351,8 @@ class SearchIndex:
         A word matching nothing is left out, and so is a word matching more than :attr:`rank_at_most` blocks
         while the query has rarer words that match; a query of common words only ranks the newest
         :attr:`rank_at_most` blocks that match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
+        Hybrid search drops the hits under :attr:`min_similarity` unless ``floor`` is false (recall ranks its
+        frame's candidates itself).
         """
         terms = query_terms(query) if self.analyse else words(query)
         if not terms:
@@ -356,10 +362,10 @@ class SearchIndex:
         with self.store.read_cursor() as cur:
             head, pending = self._pending(cur)
             if not pending:
-                return self._ranked(cur, query, terms, limit, tag_prefix)
+                return self._ranked(cur, query, terms, limit, tag_prefix, floor)
         self._apply_up_to(head)
         with self.store.read_cursor() as cur:
-            return self._ranked(cur, query, terms, limit, tag_prefix)
+            return self._ranked(cur, query, terms, limit, tag_prefix, floor)
 
     @property
     def semantic(self) -> EmbeddingIndex | None:
@@ -368,13 +374,16 @@ class SearchIndex:
             self._semantic = self._semantic()
         return self._semantic
 
-    def _ranked(self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None) -> list[Hit]:
+    def _ranked(
+        self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None, floor: bool
+    ) -> list[Hit]:
         """Full-text ranking, fused with the embeddings (:mod:`projections.hybrid`) unless :attr:`mode` is
         ``bm25`` or there are none; every hit carries its ``bm25`` and ``cosine``."""
         lexical = ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
         if self.semantic is not None and self.mode != "bm25":
             try:
-                return hybrid.search(self.semantic, query, lexical, limit, tag_prefix, self.mode, cur)
+                least = self.min_similarity if floor else NO_FLOOR
+                return hybrid.search(self.semantic, query, lexical, limit, tag_prefix, self.mode, cur, least)
             except SemanticUnavailable as exc:  # the extra is there but its model will not load: say so, go on
                 log.warning("hybrid search off: %s", exc)
                 self._semantic, self.retrieval = None, f"BM25 alone: {exc}"

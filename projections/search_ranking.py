@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from projections.query_analysis import STOP_WORDS
@@ -39,6 +39,9 @@ class Hit:
     """The full-text score (BM25; PostgreSQL ``ts_rank_cd``) when full text found it; set by fusion."""
     cosine: float | None = None
     """The embedding cosine with the query when hybrid search is on; set by fusion."""
+    all_words: bool = False
+    """A strong match of a query none of whose content words was left out (each is in the memory, none too
+    common to rank): hybrid search keeps it whatever its cosine (:data:`projections.fusion.MIN_SIMILARITY`)."""
 
 
 def ranked(
@@ -103,9 +106,14 @@ def ranked(
         rows: Sequence[Any] = cur.fetchall()
         return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
 
+    # Every content word kept (a query of stop words only has none): its strong matches hold the whole query.
+    whole = kept == terms and any(t not in STOP_WORDS for t in terms)
     if len(kept) == 1 or not and_first:
-        return rank(any_word, limit)
+        found = rank(any_word, limit)
+        return [replace(h, all_words=True) for h in found] if whole and len(kept) == 1 else found
     strong = rank(every_word, limit)
+    if whole:
+        strong = [replace(h, all_words=True) for h in strong]
     if len(strong) == limit:
         return strong
     # Every strong match is also an OR match: the best limit + len(strong) OR matches hold the best weak ones.

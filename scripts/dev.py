@@ -5,8 +5,9 @@
     python3 scripts/dev.py test    # create .venv, install dev tools, run lint and types, build the wheel and
                                    # sdist into dist/, run the whole test suite (which installs that wheel)
 
-Anything after the command is passed on (``serve --port 9000``, ``test -k gate``). The virtual environment
-is (re)installed whenever pyproject.toml changes. Uses only the standard library.
+Anything after the command is passed on (``serve --port 9000``, ``test -k gate``); the ledger's own options
+(``serve --home DIR``, ``--db URL``, ``--key-file``, ``--signing-key-file``) go where the ledger takes them. The
+virtual environment is (re)installed whenever pyproject.toml changes. Uses only the standard library.
 """
 
 from __future__ import annotations
@@ -170,13 +171,45 @@ def cmd_test(args: list[str]) -> int:
     )
 
 
+# The ledger's own options (api/cli/root.py), which its command line takes before the command: ``serve --home DIR``
+# here becomes ``compliance-ledger --home DIR serve``. Each takes a value. tests/unit/test_dev_serve_args.py checks this
+# list against the root command's options.
+GLOBAL_OPTIONS = ("--db", "--home", "--key-file", "--signing-key-file")
+
+
+def serve_argv(args: list[str]) -> list[str]:
+    """``compliance-ledger``'s arguments for ``dev.py serve ARGS``: the ledger's own options (``--home DIR`` or
+    ``--home=DIR``) moved before ``serve``, everything else after it in the order given."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if arg == "--":  # the end of the options: the rest is serve's, as given
+            rest.extend(args[i:])
+            break
+        if name in GLOBAL_OPTIONS and "=" in arg:
+            front.append(arg)
+        elif name in GLOBAL_OPTIONS:
+            if i + 1 >= len(args):
+                raise SystemExit(f"[dev] {arg} needs a value, e.g. {arg} /path")
+            front.extend(args[i : i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return [*front, "serve", *rest]
+
+
 def cmd_serve(args: list[str]) -> int:
+    argv = serve_argv(args)
     ensure_venv("semantic")  # hybrid search in the quickstart service
     # exec, not a child: a signal sent to this process (a supervisor's SIGTERM, `kill PID`) reaches the server
-    # itself instead of leaving it running without its parent.
-    os.chdir(ROOT)
+    # itself instead of leaving it running without its parent. In the directory it was started from: a relative
+    # --home means what it says, and that directory is one of the default project roots.
     command = BIN / "compliance-ledger"
-    os.execv(command, [str(command), "serve", *args])
+    os.execv(command, [str(command), *argv])
 
 
 def main() -> int:

@@ -67,14 +67,17 @@ def running(ledger: Ledger, settings: Settings) -> Iterator[str]:
 
 
 @contextmanager
-def compliance_ledger_serve(home: Path, url: str, *args: str, **env: str) -> Iterator[str]:
-    """`compliance-ledger serve --port 0` in a subprocess; yield the address it announced (it listens from that
-    line on, so the first request waits for it rather than failing); stopped afterwards."""
+def compliance_ledger_serve(
+    home: Path, url: str, *args: str, cwd: Path | None = None, said: list[str] | None = None, **env: str
+) -> Iterator[str]:
+    """`compliance-ledger serve --port 0` in a subprocess, started in ``cwd`` (default ``home``); yield the address
+    it announced (it listens from that line on, so the first request waits for it rather than failing); stopped
+    afterwards. ``said``, when given, collects every line it prints on stderr, as it prints them."""
     environ = {**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **env}
     proc = subprocess.Popen(
         [sys.executable, "-m", "api", "serve", "--port", "0", *args],
         env=environ,
-        cwd=str(home),
+        cwd=str(cwd or home),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -85,21 +88,23 @@ def compliance_ledger_serve(home: Path, url: str, *args: str, **env: str) -> Ite
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.put(line)
+            if said is not None:
+                said.append(line)
         lines.put(None)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    said: list[str] = []
+    before: list[str] = []
     try:
         while True:
             try:
                 line = lines.get(timeout=READY_WITHIN)
             except queue.Empty:
-                raise AssertionError(f"serve announced no address: {''.join(said)}") from None
+                raise AssertionError(f"serve announced no address: {''.join(before)}") from None
             if line is None:
                 proc.wait()
-                raise AssertionError(f"serve exited with {proc.returncode} before listening: {''.join(said)}")
-            said.append(line)
+                raise AssertionError(f"serve exited with {proc.returncode} before listening: {''.join(before)}")
+            before.append(line)
             if found := ANNOUNCED.search(line):
                 break
         yield found.group(1)

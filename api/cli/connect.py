@@ -91,10 +91,14 @@ def connect(
     if settings.database_url and urlsplit(settings.database_url).password:
         _say("note: the database URL, password included, goes into the client's configuration", err=True)
     if not write:
-        _say(f"# {target.title}: merge this into {path} (or run again with --write)", err=True)
+        # Each document whole on stdout (with --hooks, two, a blank line apart, so each can be copied alone); on
+        # stderr before each, the file it belongs to.
+        of = " (1 of 2)" if hooks else ""
+        _say(f"# {target.title}{of}: merge this into {path} (or run again with --write)", err=True)
         _say(config_files.server_snippet(target.key, name, entry, toml=target.toml))
         if hooks:
-            _say(f"# hooks: merge this into {hook_path} (or run again with --write)", err=True)
+            _say("")
+            _say(f"# {target.title} hooks (2 of 2): merge this into {hook_path} (or run again with --write)", err=True)
             snippet = {"hooks": {event: [{"hooks": [hook]}] for event, (_, hook) in wanted.items()}}
             _say(json.dumps(snippet, indent=2, ensure_ascii=False))
         return

@@ -5,6 +5,7 @@ style every listing uses (fits the terminal, never cuts a value), the compliance
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,9 +16,15 @@ if TYPE_CHECKING:  # rich loads only when something is printed: ``--help`` and `
     from rich.table import Column, Table
 
 
+# Piped output has no width to fit: a record (a line of a listing, a hash, a receipt, the serve banner) stays on one
+# line however long, so a script or a copy gets it whole. Rich would otherwise fold everything at 80 columns.
+UNFOLDED = 1_000_000
+
+
 class _Console:
     """A rich console made on first use, so commands that print nothing fancy (and ``--help``) never load rich's
-    renderers; stdout is looked up when it prints (test runners swap it)."""
+    renderers; stdout is looked up when it prints (test runners swap it). On a terminal it fits the terminal's
+    width; with ``COLUMNS`` set, that width; piped or redirected otherwise, it folds nothing."""
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
@@ -27,7 +34,10 @@ class _Console:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr)
+            console = Console(stderr=self._stderr)
+            if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+                console = Console(stderr=self._stderr, width=UNFOLDED, soft_wrap=True)
+            self._console = console
         return self._console
 
     def __getattr__(self, name: str) -> Any:

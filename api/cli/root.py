@@ -9,7 +9,21 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from api.cli import anchor, audit, connect, doctor, helptext, hook, keys, memory, report, servers, setup, tasks, tlog
+from api.cli import (
+    anchor,
+    audit,
+    connect,
+    doctor,
+    helptext,
+    hook,
+    keys,
+    memory,
+    report,
+    servers,
+    setup,
+    tasks,
+    tlog,
+)
 from api.cli.context import fail, settings_problem
 from ledger.core.errors import InvalidInput
 from ledger.core.text import HINT as TEXT_HINT

@@ -214,6 +214,7 @@ def serve(
             else f"no API keys: callers act as {settings.agent!r}"
         )
     )
+    err.print(f"sessions may work in: {', '.join(settings.project_roots) or 'no directory'} (LEDGER_PROJECT_ROOTS)")
     if settings.cors_origins:
         err.print(f"CORS allowed for /mcp and /api/v1/ from {', '.join(settings.cors_origins)}")
         if not keys:

@@ -94,7 +94,9 @@ def check_working_dir(working_dir: str, allowed_roots: Sequence[str]) -> Path:
     if not any(resolved.is_relative_to(root) for root in roots):
         raise Forbidden(
             f"working_dir {working_dir} is outside the allowed project roots",
-            f"send a directory inside one of: {', '.join(str(r) for r in roots)}",
+            f"send a directory inside one of: {', '.join(str(r) for r in roots)}; or ask the operator to add "
+            "your project directory to LEDGER_PROJECT_ROOTS (a JSON list; by default the home directory and the "
+            "directory the server was started from)",
         )
     try:
         mode = resolved.stat().st_mode

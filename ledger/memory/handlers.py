@@ -184,8 +184,14 @@ class MemoryCommands(MemoryRevisions):
 
         def attempt() -> RecallResult:
             session = self.grants.open_if(actor, session_id)
-            # Search first: the graph caught up afterwards holds every block the index returned.
-            hits = self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix) if query else None
+            # Search first: the graph caught up afterwards holds every block the index returned. No similarity
+            # floor: a frame ranks its candidates itself (seed 002's self-frame examples share no measurable
+            # meaning with the constitutional blocks they name: docs/DESIGN_NOTES.md, "The similarity floor").
+            hits = (
+                self.kernel.index.search(query, top_k * rc.CANDIDATES_PER_SLOT, spec.tag_prefix, floor=False)
+                if query
+                else None
+            )
             signals: dict[str, tuple[float | None, float | None]] = {}  # block id: (bm25, cosine)
             with self._memory_lock:
                 graph, clock = self._live()

@@ -75,12 +75,15 @@ class MemoryReads:
     def _graph(
         self, as_of: _dt.datetime | None, position: int | None
     ) -> Iterator[tuple[MemoryGraph, ActiveClock, int, _dt.datetime]]:
-        """The live graph (under the lock) or one replayed to a moment or position, with its clock."""
+        """The live graph (under the lock) or one replayed to a moment or position, with its clock and the log
+        position it stands at: the head it was caught up to (not the last event that changed memory: the events
+        after that one changed nothing here, and a block's history reads up to this position), or the one asked
+        for."""
         until = self.kernel.until(as_of, position)
         if until is None:
             with self._memory_lock:
                 graph, clock = self._live()
-                yield graph, clock, graph.position, clock.at
+                yield graph, clock, self._memory.position, clock.at
             return
         runner = self.kernel.snapshots.replay_to(_memory_runner(), self.kernel.store.iter_events, until)
         moment = as_of or runner.last_recorded_at or self.kernel.clock()

@@ -234,7 +234,7 @@ class BlockList(BaseModel):
     """Blocks as of a moment, best score first; scores are normalised within the listed set."""
 
     as_of: _dt.datetime
-    position: int
+    position: int = Field(description="the log position the list stands at: the head, or the position asked for")
     active_hours: float
     count: int
     blocks: list[BlockOut]
@@ -272,7 +272,7 @@ class BlockDetail(BaseModel):
     history: list[BlockEvent]
     neighbours: list[Neighbour] = Field(default_factory=list)
     as_of: _dt.datetime
-    position: int
+    position: int = Field(description="the log position the block is read at: the head, or the position asked for")
 
 
 class MemoryStats(BaseModel):

@@ -54,7 +54,7 @@ def verify_offline(text: str, public: PublicKey) -> StampVerification:
         return StampVerification(valid=False, reason=problem, scheme=claims.scheme)
     return StampVerification(
         valid=True,
-        reason=f"genuine signature by ledger key {public.key_id} (offline: whether the log still holds the "
+        reason=f"signed by ledger key {public.key_id} (offline: whether the log still holds the "
         "event was not checked; verify on the ledger for that)",
         scheme=claims.scheme,
         checked_against_log=False,
@@ -94,7 +94,7 @@ def check_record(rec: StoredRecord | None, claims: receipts.ReceiptClaims) -> St
         return refuse("the event at that position was stamped for another agent")
     return StampVerification(
         valid=True,
-        reason="genuine: signed by this ledger and matching the recorded stamp event",
+        reason="signed by this ledger and matching the recorded stamp event",
         scheme=claims.scheme,
         position=rec.position,
         event_hash=rec.hash,

@@ -162,6 +162,13 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         page.goto(f"{base}/ui/#/memory")
         wait_ready(page, "memory")
         assert page.locator("[data-testid=block-count]").get_attribute("data-count") == str(blocks["count"])
+        # the position the list stands at is the log's head, said as such (not the last event that touched memory)
+        head = http.get("/audit/verify").json()["head_position"]
+        recalls = http.get("/events", params={"type": "MemoryRecalled", "limit": 50}).json()["events"]
+        assert head > recalls[-1]["position"] + 10  # the seed's last memory change is its second recall
+        shown_at = page.locator("[data-testid=memory-position]")
+        assert shown_at.get_attribute("data-position") == str(head) == str(blocks["position"])
+        assert shown_at.inner_text() == f"log head at position {head:,}"
         rows = page.locator("[data-testid=blocks] tbody tr")
         assert rows.count() == len(blocks["blocks"]) == len(facts.blocks)
         for i, block in enumerate(blocks["blocks"]):  # best score first, as the API ranks them
@@ -199,6 +206,15 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
         assert shown.count() == len(first_events["events"]) == 50
         assert [shown.nth(i).get_attribute("data-position") for i in (0, 49)] == ["1", "50"]
         assert shown.nth(1).locator("code[data-field=hash]").get_attribute("title") == first_events["events"][1]["hash"]
+        # at 1400 px every column, the hash's included, is on screen: the log's pane does not scroll sideways
+        log_pane = page.locator("[data-testid=events]").locator("xpath=..")
+        assert log_pane.evaluate("(el) => el.scrollWidth <= el.clientWidth"), "the event log is cut on the right"
+        pane_right = log_pane.evaluate("(el) => el.getBoundingClientRect().right")
+        for i in (0, 49):
+            hash_box = shown.nth(i).locator("code[data-field=hash]").bounding_box()
+            assert hash_box is not None and hash_box["x"] + hash_box["width"] <= pane_right
+        copy = shown.nth(1).locator("button[data-testid=copy-hash]")
+        assert copy.get_attribute("data-copy") == first_events["events"][1]["hash"]
         assert page.locator("[data-link=ok]").count() == 49 and page.locator("[data-link=broken]").count() == 0
         rerender(page, lambda: page.click("[data-testid=next-page]"), "audit")
         assert page.locator("[data-testid=events] tbody tr").first.get_attribute("data-position") == "51"

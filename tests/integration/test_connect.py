@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,28 @@ def test_hooks_are_installed_once_beside_other_hooks_and_settings(place: Path) -
     assert ours["type"] == "command" and ours["command"].endswith("hook stop --agent ada") and ours["timeout"] == 30
     assert prompt["command"].endswith("hook user-prompt-submit --agent ada")
     assert again[0] == 0 and "unchanged" in again[1] and json.loads(path.read_text()) == after
+
+
+def test_hooks_without_write_print_two_documents_each_whole_and_each_named_with_its_file(place: Path) -> None:
+    command = [sys.executable, "-m", "api", "--home", str(place / "ledger"), "connect", "claude-code", "--hooks"]
+    run: dict[str, Any] = {"text": True, "env": {**os.environ, "HOME": str(place / "home")}, "timeout": 120}
+    apart = subprocess.run(command, capture_output=True, cwd=place / "project", **run)
+    # as a terminal shows them: stderr and stdout on one stream, in the order written
+    merged = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=place / "project", **run)
+
+    assert apart.returncode == 0 and merged.returncode == 0, apart.stderr
+    mcp_text, hooks_text = apart.stdout.split("\n\n")  # a blank line apart: each document can be copied alone
+    [(name, entry)] = json.loads(mcp_text)["mcpServers"].items()
+    assert name == "compliance-ledger" and entry["args"][-2:] == ["--agent", "claude-code"]
+    assert set(json.loads(hooks_text)["hooks"]) == {"Stop", "UserPromptSubmit"}
+    mcp_file, hooks_file = place / "project" / ".mcp.json", place / "project" / ".claude" / "settings.json"
+    assert apart.stderr.splitlines() == [
+        f"# Claude Code (1 of 2): merge this into {mcp_file} (or run again with --write)",
+        f"# Claude Code hooks (2 of 2): merge this into {hooks_file} (or run again with --write)",
+    ]
+    first, second = apart.stderr.splitlines()
+    assert merged.stdout == f"{first}\n{mcp_text}\n\n{second}\n{hooks_text}"  # each label just above its document
+    assert not [p for p in (place / "project").rglob("*")]
 
 
 def test_hooks_for_another_agent_are_replaced_only_with_force(place: Path) -> None:

@@ -3,14 +3,19 @@ paraphrases share no stemmed content word with their answers, and the retrievers
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from ledger.memory.constitution import CONSTITUTION
+from projections import fusion, search_index
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
+import eval_floor
 import eval_retrieval as ev
 
 
@@ -27,6 +32,20 @@ def test_paraphrases_share_no_stemmed_content_word_with_their_answer() -> None:
     blocks, cases = ev.load()
     shared = {c.query: ev.shared_words(c, blocks) for c in cases if c.kind == "paraphrase"}
     assert {q: s for q, s in shared.items() if s} == {}
+
+
+def test_the_nonsense_queries_share_no_stemmed_word_with_any_block() -> None:
+    blocks, _ = ev.load()
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{search_index.TOKENIZE}')")
+    db.executemany("INSERT INTO t VALUES (?)", [(b.content,) for b in blocks] + [(c.content,) for c in CONSTITUTION])
+    salads = ev.nonsense()
+    assert len(salads) == 21 and len(set(salads)) == 21
+    shared = {
+        q: [w for w in q.split() if db.execute("SELECT 1 FROM t WHERE t MATCH ?", (f'"{w}"',)).fetchone()]
+        for q in salads
+    }
+    assert {q: w for q, w in shared.items() if w} == {}
 
 
 def test_the_evaluation_runs_on_a_slice_and_scores_each_retriever(capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,6 +95,15 @@ def test_no_seed_example_loses_a_block_the_seed_names_and_hybrid_beats_bm25_by_a
             whole = {
                 name: ev.summarise(ev.evaluate(f(ctx), cases, ctx.ids))["all"] for name, f in ev.RETRIEVERS.items()
             }
+            answers = [(c.query, {ctx.ids[label] for label in c.relevant}) for c in cases]
+            spread = eval_floor.spread(ctx.ledger.index, "hybrid", answers, ev.nonsense())
         finally:
             ctx.ledger.store.dispose()
     assert whole["hybrid"].recall >= 1.3 * whole["BM25"].recall
+    # Issue 23: the similarity floor costs neither recall@5 nor MRR, and most nonsense queries find nothing.
+    for mode in ("embeddings", "hybrid"):
+        floored, before = whole[mode], whole[f"{mode}, no floor"]
+        assert floored.recall >= before.recall and floored.mrr >= before.mrr, mode
+    assert min(cos for cos, _ in spread.answers) >= fusion.MIN_SIMILARITY  # every correct answer of the top 10
+    assert spread.unfloored == 10 * len(spread.found)  # without the floor: the limit, however weak
+    assert sum(1 for n in spread.found if n == 0) >= 2 * len(spread.found) // 3

@@ -108,6 +108,14 @@ def test_malformed_checkpoints(text: bytes, why: str) -> None:
         note.parse_checkpoint(text)
 
 
+def test_a_witness_can_leave_the_empty_root_check_to_itself() -> None:
+    text = b"o\n0\n" + base64.b64encode(bytes(32)) + b"\n"
+    checkpoint = note.parse_checkpoint(text, check_empty_root=False)
+    assert (checkpoint.size, checkpoint.root) == (0, bytes(32))
+    with pytest.raises(note.NoteError, match="each on its own line"):  # every other check still holds
+        note.parse_checkpoint(b"o\n0\n", check_empty_root=False)
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [

@@ -304,8 +304,10 @@ class Checkpoint:
         return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def parse_checkpoint(text: bytes) -> Checkpoint:
-    """Read a checkpoint's note text (origin, size, root, any extension lines)."""
+def parse_checkpoint(text: bytes, *, check_empty_root: bool = True) -> Checkpoint:
+    """Read a checkpoint's note text (origin, size, root, any extension lines). A size-0 checkpoint must carry the
+    empty tree's root; ``check_empty_root=False`` leaves that to the caller (a witness answers it with its own
+    status, 422, after the checks that come first)."""
     try:
         lines = text.decode("utf-8").split("\n")
     except UnicodeDecodeError as exc:
@@ -323,7 +325,7 @@ def parse_checkpoint(text: bytes) -> Checkpoint:
     if any(not line for line in extensions):
         raise NoteError("a checkpoint's extension lines must not be empty")
     checkpoint = Checkpoint(origin, int(size_text), root, tuple(extensions))
-    if checkpoint.size == 0 and root != EMPTY_ROOT:
+    if check_empty_root and checkpoint.size == 0 and root != EMPTY_ROOT:
         raise NoteError("a checkpoint of size 0 must carry the empty tree's root, SHA-256 of nothing")
     return checkpoint
 

@@ -20,6 +20,15 @@ function linkCell(ev, before) {
     `${ok ? "✓" : "✗"} ← ${fmt.short(ev.prev_hash, 10)}`);
 }
 
+function copyButton(hash) {
+  // The full hash, to paste elsewhere (the cell shows its first 16 characters; its title, all 64). Without the
+  // clipboard API (a page served over plain http to another host) the browser's prompt holds it, selected.
+  return h("button", { class: "copy", type: "button", title: "copy the full hash", "data-testid": "copy-hash", "data-copy": hash,
+    onclick: async (ev) => {
+      try { await navigator.clipboard.writeText(hash); ev.target.textContent = "copied"; } catch { prompt("The event's hash:", hash); }
+    } }, "copy");
+}
+
 export async function render(root, params, ctx) {
   const after = Number(params.get("after") || 0);
   const type = params.get("type") || "";
@@ -37,12 +46,12 @@ export async function render(root, params, ctx) {
     h("button", { type: "submit", class: "primary", "data-testid": "apply-filters" }, "Filter"));
 
   const byPos = new Map(page.events.map((e) => [e.position, e]));
-  const table = h("table", { "data-testid": "events" },
+  const table = h("table", { class: "events", "data-testid": "events" },
     h("thead", {}, h("tr", {}, h("th", { class: "num" }, "position"), ["when", "type", "stream", "agent", "hash", "chain link", "data"].map((x) => h("th", {}, x)))),
     h("tbody", {}, page.events.map((e) => h("tr", { "data-position": e.position },
       h("td", { class: "num" }, e.position), h("td", {}, fmt.time(e.recorded_at)), h("td", { "data-field": "type" }, e.type),
       h("td", {}, h("code", {}, e.stream)), h("td", {}, e.meta.agent || "—"),
-      h("td", {}, h("code", { title: e.hash, "data-field": "hash" }, fmt.short(e.hash, 16))),
+      h("td", { class: "hash" }, h("code", { title: e.hash, "data-field": "hash" }, fmt.short(e.hash, 16)), copyButton(e.hash)),
       h("td", {}, linkCell(e, byPos.get(e.position - 1))),
       h("td", {}, h("details", {}, h("summary", {}, "payload"), h("pre", { class: "mono" }, JSON.stringify(e.data, null, 1))))))));
   const first = page.events.length ? page.events[0].position : after;
@@ -81,13 +90,13 @@ export async function render(root, params, ctx) {
     } catch (err) { receiptOut.replaceChildren(errorBox(err)); }
   } }, "Check receipt");
 
+  // The tools in a row above, the log below them across the whole width: eight columns, hashes and streams whole.
   fill(root,
-    h("div", { class: "split" },
-      h("div", {}, h("h2", {}, "Event log"), filters, pager, table),
-      h("div", {},
-        h("div", { class: "panel" }, h("h3", {}, "Hash chain"),
-          ctx.me.role === "agent" ? h("p", { class: "muted" }, "The chain check reads every agent's events: it needs an auditor or admin key.") : [verify, verifyOut]),
-        h("div", { class: "panel" }, h("h3", {}, "Latest checkpoint"), cp),
-        h("div", { class: "panel" }, h("h3", {}, "Stamp receipt checker"), receipt, check, receiptOut))),
+    h("div", { class: "panels" },
+      h("div", { class: "panel" }, h("h3", {}, "Hash chain"),
+        ctx.me.role === "agent" ? h("p", { class: "muted" }, "The chain check reads every agent's events: it needs an auditor or admin key.") : [verify, verifyOut]),
+      h("div", { class: "panel" }, h("h3", {}, "Latest checkpoint"), cp),
+      h("div", { class: "panel" }, h("h3", {}, "Stamp receipt checker"), receipt, check, receiptOut)),
+    h("div", { class: "log" }, h("h2", {}, "Event log"), filters, pager, table),
   );
 }
