@@ -315,5 +315,8 @@ def _default_cosigner(
 ) -> list[note.Signature]:
     from ledger.core.tlog import witness_client  # httpx: only when witnesses are configured
 
-    lines, _size = witness_client.request_cosignatures(witness.url, witness.verifier, signed, old_size, prove)
+    try:
+        lines, _size = witness_client.request_cosignatures(witness.url, witness.verifier, signed, old_size, prove)
+    except witness_client.WitnessError as exc:
+        raise WitnessQuorumFailed(str(exc)) from exc
     return lines
