@@ -43,9 +43,10 @@ from ledger.core.events import (
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
-from projections import hybrid
+from projections import hybrid, provenance
 from projections.embedder import SemanticUnavailable
 from projections.fusion import MIN_SIMILARITY, NO_FLOOR
+from projections.provenance import Origin, origin_of
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -235,9 +236,10 @@ class SearchIndex:
 
     def _apply(self, cur: Any, rec: StoredRecord) -> int:
         """Apply one stored event to the index; 1 when it indexed a block."""
-        event = decode(rec).event
+        recorded = decode(rec)
+        event = recorded.event
         if isinstance(event, MemoryRemembered):
-            self._insert(cur, event)
+            self._insert(cur, event, origin_of(rec.position, recorded.meta, event))
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
@@ -245,21 +247,24 @@ class SearchIndex:
             self._remove(cur, [event.block_id])
         elif isinstance(event, MemoryRestored):
             self._remove(cur, [event.block_id])  # never twice in the index, whatever came before
-            self._insert(cur, self._remembered(cur, event.block_id))
+            self._insert(cur, *self._remembered(cur, event.block_id))
             return 1
         return 0
 
-    def _remembered(self, cur: Any, block_id: str) -> MemoryRemembered:
-        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), read on the index's cursor."""
+    def _remembered(self, cur: Any, block_id: str) -> tuple[MemoryRemembered, Origin]:
+        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream) and the block's provenance,
+        read on the index's cursor."""
         cur.execute(
-            self.store.sql("SELECT type, schema_version, data FROM events WHERE stream = ? AND version = 1"),
+            self.store.sql(
+                "SELECT type, schema_version, data, position, meta FROM events WHERE stream = ? AND version = 1"
+            ),
             (f"block:{block_id}",),
         )
         row = cur.fetchone()
         event = from_payload_json(str(row[0]), int(row[1]), str(row[2])) if row is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
-        return event
+        return event, origin_of(int(row[3]), json.loads(str(row[4])), event)
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
         try:
@@ -315,19 +320,21 @@ class SearchIndex:
                 (CHECKPOINT, position),
             )
 
-    def _insert(self, cur: Any, event: MemoryRemembered) -> None:
+    def _insert(self, cur: Any, event: MemoryRemembered, origin: Origin) -> None:
+        """Index a block's text and tags, and keep its provenance beside them (not searchable: a context never
+        changes what a query finds)."""
         tags_text = " ".join(t.replace("/", " ") for t in event.tags)
         tags_json = json.dumps(event.tags)
         if self.dialect == "sqlite":
             cur.execute(
-                "INSERT INTO memory_fts (block_id, content, tags, tags_json) VALUES (?, ?, ?, ?)",
-                (event.block_id, event.content, tags_text, tags_json),
+                "INSERT INTO memory_fts (block_id, content, tags, tags_json, provenance_json) VALUES (?, ?, ?, ?, ?)",
+                (event.block_id, event.content, tags_text, tags_json, provenance.to_json(origin)),
             )
         else:
             cur.execute(
-                "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
-                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (block_id) DO NOTHING",
-                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
+                "INSERT INTO memory_index (block_id, content, tags_json, tsv, provenance_json) "
+                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s), %s) ON CONFLICT (block_id) DO NOTHING",
+                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}", provenance.to_json(origin)),
             )
 
     def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:

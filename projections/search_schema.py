@@ -13,8 +13,12 @@ TS_CONFIG = "english"
 SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
 VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
-VERSION = {"sqlite": f"fts5 tokenize={TOKENIZE}", "postgresql": f"tsvector config={TS_CONFIG}"}
-"""What the index was built with: when it changes (a new tokenizer), opening the ledger rebuilds the index."""
+VERSION = {
+    "sqlite": f"fts5 tokenize={TOKENIZE} provenance",
+    "postgresql": f"tsvector config={TS_CONFIG} provenance",
+}
+"""What the index was built with: when it changes (a new tokenizer; each block's provenance kept beside its text,
+issue 23), opening the ledger rebuilds the index."""
 COMMON_DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
@@ -30,11 +34,13 @@ COMMON_DDL = {
 DDL = {
     "sqlite": [
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='{TOKENIZE}')""",
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, provenance_json UNINDEXED,
+               tokenize='{TOKENIZE}')""",
     ],
     "postgresql": [
         """CREATE TABLE IF NOT EXISTS memory_index (
-               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
+               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL,
+               provenance_json TEXT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
         # Insertion order, for bounding the candidates of a query made only of common words (newest first).
         "ALTER TABLE memory_index ADD COLUMN IF NOT EXISTS seq BIGSERIAL",

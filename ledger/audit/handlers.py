@@ -189,7 +189,7 @@ class AuditCommands:
             runner=runner,
             moment=moment,
             position=runner.position if until is None else until,
-            texts=self.memory.block_texts,
+            sources=self.memory.block_sources,
             idle_timeout=self.kernel.config.idle_timeout,
         )
 

@@ -19,6 +19,7 @@ from ledger.keys import access
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
+from ledger.memory.reads import BlockSource
 from ledger.memory.report import (
     BlockOut,
     CurateResult,
@@ -212,11 +213,11 @@ class MemoryCommands(MemoryRevisions):
                     ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(None))
                     ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
                 memory_version = graph.version
-            texts: dict[str, str] = {}
+            sources: dict[str, BlockSource] = {}  # the pool's texts and provenance, read once
 
             def text_of(blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
-                texts.update(self.block_texts(blocks))
-                return texts
+                sources.update(self.block_sources(blocks))
+                return {block_id: found.content for block_id, found in sources.items()}
 
             shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
             ttl = self.kernel.config.token_ttl
@@ -248,7 +249,7 @@ class MemoryCommands(MemoryRevisions):
                     RecalledBlock(
                         **BlockOut.of(
                             s.scored,
-                            texts[s.scored.block.block_id],
+                            *sources[s.scored.block.block_id],
                             *signals.get(s.scored.block.block_id, (None, None)),
                         ).model_dump(),
                         guaranteed=s.guaranteed,

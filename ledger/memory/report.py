@@ -9,7 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ledger.memory.scoring import Scored
-from ledger.sessions.report import SearchHit
+from ledger.sessions.report import Provenance, SearchHit
+from projections.provenance import Origin
 
 
 class RememberResult(BaseModel):
@@ -97,9 +98,12 @@ class BlockOut(BaseModel):
     archived_at: _dt.datetime | None
     superseded_by: str | None = None
     score: ScoreParts
+    provenance: Provenance
 
     @classmethod
-    def of(cls, s: Scored, content: str, bm25: float | None = None, cosine: float | None = None) -> BlockOut:
+    def of(
+        cls, s: Scored, content: str, origin: Origin, bm25: float | None = None, cosine: float | None = None
+    ) -> BlockOut:
         b = s.block
         return cls(
             block_id=b.block_id,
@@ -116,6 +120,7 @@ class BlockOut(BaseModel):
             archived_at=b.archived_at,
             superseded_by=b.superseded_by,
             score=ScoreParts.of(s, bm25, cosine),
+            provenance=Provenance.of(origin),
         )
 
 
