@@ -20,8 +20,6 @@ import contextlib
 import itertools
 import json
 import logging
-import sqlite3
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -30,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 
 from ledger.core.chain import StoredRecord
-from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.errors import InvalidInput
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
@@ -58,16 +56,7 @@ from projections.search_schema import TOKENIZE as TOKENIZE
 from projections.search_schema import TS_CONFIG as TS_CONFIG
 from projections.search_schema import VERSION as _VERSION
 from projections.search_schema import Skip as Skip
-
-
-def _fatal(exc: BaseException) -> bool:
-    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
-    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
-    if isinstance(exc, LedgerError | sqlite3.OperationalError):
-        return True
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
-
+from projections.search_schema import fatal as _fatal
 
 if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
     from projections.embedding_index import EmbeddingIndex

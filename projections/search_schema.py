@@ -1,9 +1,14 @@
 """The memory search index's tables: full-text (FTS5 on SQLite, a GIN-indexed ``tsvector`` on PostgreSQL), the
-checkpoints, skips and versions every derived index shares, what an index was built with, and a skipped event."""
+checkpoints, skips and versions every derived index shares, what an index was built with, a skipped event, and
+which errors abort a catch-up."""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from dataclasses import dataclass
+
+from ledger.core.errors import LedgerError
 
 CHECKPOINT = "memory_search_index"
 TOKENIZE = "porter unicode61"
@@ -59,3 +64,12 @@ class Skip:
 
     position: int
     reason: str
+
+
+def fatal(exc: BaseException) -> bool:
+    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
+    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
+    if isinstance(exc, LedgerError | sqlite3.OperationalError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
