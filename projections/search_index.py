@@ -41,7 +41,7 @@ from ledger.core.events import (
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
-from projections import hybrid, provenance
+from projections import fusion, hybrid, provenance
 from projections.embedder import SemanticUnavailable
 from projections.fusion import MIN_SIMILARITY, NO_FLOOR
 from projections.provenance import Origin, origin_of
@@ -338,6 +338,13 @@ class SearchIndex:
                 cur.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
         else:
             cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
+
+    def relevant(self, hits: Sequence[Hit]) -> set[str]:
+        """The hits that count as relevant to their query: with hybrid search, those the similarity floor keeps;
+        with full text alone, all of them (each matched a word of the query)."""
+        if self._semantic is None or self.mode == "bm25":
+            return {h.block_id for h in hits}
+        return {h.block_id for h in hits if fusion.relevant(h, self.min_similarity)}
 
     def search(self, query: str, limit: int, tag_prefix: str | None = None, floor: bool = True) -> list[Hit]:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.

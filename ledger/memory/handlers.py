@@ -220,6 +220,8 @@ class MemoryCommands(MemoryRevisions):
                 return {block_id: found.content for block_id, found in sources.items()}
 
             shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
+            shown_ids = [s.scored.block.block_id for s in shown.shown]
+            relevant = self.kernel.index.relevant(hits) if hits is not None else set()
             ttl = self.kernel.config.token_ttl
             expires = (
                 self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
@@ -229,11 +231,12 @@ class MemoryCommands(MemoryRevisions):
                 query=query,
                 frame=spec.name,
                 top_k=top_k,
-                block_ids=[s.scored.block.block_id for s in shown.shown],
+                block_ids=shown_ids,
                 guaranteed_ids=[s.scored.block.block_id for s in shown.shown if s.guaranteed],
                 tokens=shown.tokens,
                 active_hours=round(clock.now, 6),
                 token_expires_at=expires,
+                relevant_ids=None if hits is None else [b for b in shown_ids if b in relevant],
             )
             if session is not None:
                 [rec], _ = self.grants.append(actor, session, [event])
@@ -259,6 +262,7 @@ class MemoryCommands(MemoryRevisions):
                 ],
                 dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
                 dropped_beyond_pool=shown.beyond_pool,
+                relevant=None if hits is None else len(event.relevant_ids or []),
                 active_hours=event.active_hours,
                 session_id=session_id,
                 token_expires_at=event.token_expires_at,

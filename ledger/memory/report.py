@@ -155,6 +155,11 @@ class RecallResult(BaseModel):
         "query: every other live block of the frame); counted, not listed, so the answer does not grow with the "
         "ledger"
     )
+    relevant: int | None = Field(
+        None,
+        description="with a query: how many blocks shown are relevant to it (a match of every content word, or "
+        "close enough in meaning: the search's similarity floor); the compliance token counts only these",
+    )
     active_hours: float
     session_id: str | None
     token_expires_at: _dt.datetime | None

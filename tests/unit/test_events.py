@@ -339,6 +339,23 @@ def test_a_stored_v1_anchor_attempt_is_read_back_as_v2_answering_no_challenge() 
     assert type(recorded.event).schema_version == 2
 
 
+def test_a_stored_v1_recall_is_read_back_as_v2_counting_every_block_shown() -> None:
+    v1 = {
+        "session_id": "ses_old",
+        "query": "retries",
+        "frame": "attention",
+        "top_k": 2,
+        "block_ids": ["b1", "b2"],
+        "guaranteed_ids": [],
+        "tokens": 40,
+        "active_hours": 1.5,
+        "token_expires_at": None,
+    }
+    recorded = decode(store_record("MemoryRecalled", 1, canonical_json(v1)))
+    assert recorded.event == ev.MemoryRecalled(**v1, relevant_ids=None)
+    assert type(recorded.event).schema_version == 2
+
+
 def test_every_old_version_of_every_type_has_an_upcaster_to_the_next() -> None:
     for name, cls in ev.EVENT_TYPES.items():
         for version in range(1, cls.schema_version):
