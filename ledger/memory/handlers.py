@@ -211,7 +211,12 @@ class MemoryCommands(MemoryRevisions):
                 else:  # every live block competes: scored by column, views built for the pool only
                     columns = BlockColumns(graph)
                     ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(None))
-                    ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
+                    # The frame's guaranteed blocks (the task frame's goals) compete however low they rank, and as
+                    # many more of the others as there are of them: the pool (rc.pool_of) takes top_k × 4 blocks that
+                    # are not guaranteed, besides the reserved ones, whatever ranks among the best.
+                    must = {b.block_id for tag in spec.guarantees for b in graph.live_blocks(tag)}
+                    ranked = ranking.best(top_k * rc.CANDIDATES_PER_SLOT + len(must), must)
+                    count = len(ranking)
                 memory_version = graph.version
             sources: dict[str, BlockSource] = {}  # the pool's texts and provenance, read once
 
