@@ -26,7 +26,7 @@ from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.chain import GENESIS_HASH, record_hash
 from ledger.core.errors import Conflict
 from ledger.core.events import MemorySearched
-from ledger.core.storage import SqlEventStore, make_engine
+from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.service import Actor, Ledger
 from ledger.sessions import receipts
 from projections.search_index import SearchIndex
@@ -391,8 +391,9 @@ def test_keys_public_prints_pem_jwk_and_both(make_ledger: LedgerFactory, tmp_pat
 
 def test_a_ledger_from_before_signing_keys_is_bound_to_one_by_init(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    store = SqlEventStore(make_engine(url))
-    old = Ledger(store=store, index=SearchIndex(store), key=receipts.create_key(tmp_path / "receipt.key")[0])
+    key = receipts.create_key(tmp_path / "receipt.key")[0]
+    store = SqlEventStore(make_engine(url), row_key=RowKey.derive(key.secret))
+    old = Ledger(store=store, index=SearchIndex(store), key=key)
     old.initialise()  # as before this change: no signing key
     assert old.bound_signing_key() is None
     without = cli(tmp_path, url, "checkpoint")

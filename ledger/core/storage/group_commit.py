@@ -15,19 +15,21 @@ from typing import Any
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, chain_rows
-from ledger.core.errors import ConcurrencyError
+from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import encode, encode_meta
-from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
     _INSERT_CHUNK,
     _VERSION_AND_HEAD,
+    VERSION_AND_AUTH_HEAD,
     _guarded_insert_sql,
     _insert_rows_sql,
     _versions_and_head_sql,
+    versions_and_auth_head_sql,
 )
+from ledger.core.storage.tree import StoreTree, Tree
 
 
 def _copy_error(exc: BaseException) -> BaseException:
@@ -84,8 +86,12 @@ class _Pending:
         ]
 
 
-class GroupCommit(StoreConnection):
-    """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring)."""
+class GroupCommit(StoreTree):
+    """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring).
+
+    Each group also writes, in its transaction, every new row's authenticator and the tree's new stored hashes
+    (:meth:`_seal`); a group that wrote no row writes neither. Before chaining after a head this store did not
+    write itself, the leader checks that head's authenticator and reads the tree's compact range for it."""
 
     def _init_group_commit(self, clock: _clock.Clock, group_limit: int) -> None:
         """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""
@@ -98,7 +104,12 @@ class GroupCommit(StoreConnection):
         # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
         # None when unknown. Only the leader reads or sets it.
         self._head: tuple[int, str, str] | None = None
+        # The tree at that head (None when the head is unknown, or this store keeps no tree); set with _head.
+        self._tree: Tree | None = None
         self._guard = True  # whether the next group tries the guarded insert (see _write_group)
+
+    def _forget_head(self) -> None:
+        self._head = self._tree = None
 
     def append(
         self,
@@ -114,6 +125,11 @@ class GroupCommit(StoreConnection):
         """
         if not events:
             return []
+        if self.tlog and self.row_key is None:
+            raise NotInitialised(
+                "this store was opened without the row key: it can read the log, not append to it",
+                "open the ledger with its receipt key file (LEDGER_KEY_FILE)",
+            )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
         pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
         with self._mutex:
@@ -168,43 +184,54 @@ class GroupCommit(StoreConnection):
         try:
             try:
                 with self.write_transaction() as cur:
-                    head = self._write_group(cur, take(), one_by_one=False)
+                    head, tree = self._write_group(cur, take(), one_by_one=False)
             except _MemberRefused:
-                self._head = None
+                self._forget_head()
                 for p in group:
                     p.rows, p.error, p.recorded_at = None, None, None
                 with self.write_transaction() as cur:
-                    head = self._write_group(cur, group, one_by_one=True)
-            self._head = head
+                    head, tree = self._write_group(cur, group, one_by_one=True)
+            self._head, self._tree = head, tree
+            if tree is not None:
+                self._verified = max(self._verified, tree.size)  # its newest leaf is this store's own event
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
             # (each its own copy of the error, as each is raised in its own thread). If the lock was never had,
             # the appends queued by now fail with its error: they waited as long as the leader did.
-            self._head = None
+            self._forget_head()
             for p in group or take():
                 if p.error is None:
                     p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
         return group
 
-    def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
-        """Each stream's version and the chain head, in one round trip (index probes only)."""
+    def _versions_and_head(
+        self, cur: Any, group: list[_Pending]
+    ) -> tuple[dict[str, int], tuple[int, str, str], bytes | None]:
+        """Each stream's version, the chain head and (keeping the tree) the head's authenticator, in one round
+        trip (index probes only)."""
         if len(group) == 1:
-            cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
-            actual, position, digest, last_at = cur.fetchone()
-            return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
+            cur.execute(self.sql(VERSION_AND_AUTH_HEAD if self.tlog else _VERSION_AND_HEAD), (group[0].stream,))
+            actual, position, digest, last_at, *mac = cur.fetchone()
+            head = (position or 0, digest or GENESIS_HASH, last_at or "")
+            return {group[0].stream: actual}, head, (mac or [None])[0]
         streams = sorted({p.stream for p in group})
-        cur.execute(self.sql(_versions_and_head_sql(len(streams))), [s for stream in streams for s in (stream, stream)])
+        sql = versions_and_auth_head_sql if self.tlog else _versions_and_head_sql
+        cur.execute(self.sql(sql(len(streams))), [s for stream in streams for s in (stream, stream)])
         versions: dict[str, int] = {}
-        head: tuple[int, str, str] = (0, GENESIS_HASH, "")
-        for name, number, digest, last_at in cur.fetchall():
+        head = (0, GENESIS_HASH, "")
+        auth = None
+        for name, number, digest, last_at, *mac in cur.fetchall():
             if name is None:
-                head = (int(number), digest, last_at)
+                head, auth = (int(number), digest, last_at), (mac or [None])[0]
             else:
                 versions[name] = int(number)
-        return versions, head
+        return versions, head, auth
 
-    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> tuple[int, str, str]:
-        """Chain and insert the rows of every member whose version check passes; return the new head.
+    def _write_group(
+        self, cur: Any, group: list[_Pending], *, one_by_one: bool
+    ) -> tuple[tuple[int, str, str], Tree | None]:
+        """Chain and insert the rows of every member whose version check passes, then their authenticators and
+        tree hashes; return the new head and tree.
 
         On SQLite, when this store wrote the head it knows (no other writer has appended since, as far as it
         knows), the group is written without reading anything first: the first insert statement itself checks,
@@ -214,18 +241,22 @@ class GroupCommit(StoreConnection):
 
         While other writers keep appending between this store's commits (processes taking turns on one file),
         the guarded insert would fail every time, so it is skipped until a read shows the head this store left."""
+        written: list[tuple[Any, ...]] = []
         if not one_by_one and self._head is not None and self._guard and self.dialect == "sqlite":
             assumed: dict[str, int] = {}
             for p in group:
                 assumed.setdefault(p.stream, p.expected_version)
-            head = self._plan_and_insert(cur, group, assumed, self._head, one_by_one=False, guarded=True)
+            head = self._plan_and_insert(cur, group, assumed, self._head, written, one_by_one=False, guarded=True)
             if head is not None:
-                return head
-        versions, known = self._versions_and_head(cur, group)
+                return head, self._seal(cur, self._tree, written)
+        versions, known, mac = self._versions_and_head(cur, group)
         self._guard = known == self._head  # False: another writer appended since this store's last commit
-        head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
+        tree = self._tree if self._guard else None
+        if self.tlog and tree is None:
+            tree = self._tree_at(cur, known, mac)
+        head = self._plan_and_insert(cur, group, versions, known, written, one_by_one=one_by_one, guarded=False)
         assert head is not None  # an unguarded write inserts or raises
-        return head
+        return head, self._seal(cur, tree, written)
 
     def _plan_and_insert(
         self,
@@ -233,13 +264,14 @@ class GroupCommit(StoreConnection):
         group: list[_Pending],
         versions: dict[str, int],
         head: tuple[int, str, str],
+        written: list[tuple[Any, ...]],
         *,
         one_by_one: bool,
         guarded: bool,
     ) -> tuple[int, str, str] | None:
-        """Check each member against ``versions``, chain its rows after ``head`` and insert them. ``guarded``:
-        ``versions`` and ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member
-        touched) when they no longer hold."""
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them (adding them to
+        ``written``, in position order). ``guarded``: ``versions`` and ``head`` are assumptions the insert
+        verifies; ``None`` (nothing written, no member touched) when they no longer hold."""
         position, prev_hash, last_at = head
         assumed, versions = versions, dict(versions)
         # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
@@ -292,6 +324,7 @@ class GroupCommit(StoreConnection):
         at = parse_ts(recorded_at)
         for p, rows in planned:
             p.rows, p.recorded_at = rows, at
+            written.extend(rows)
         for p, lost_race in lost:
             p.error = lost_race
         return position, prev_hash, recorded_at
