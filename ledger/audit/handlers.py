@@ -199,9 +199,13 @@ class AuditCommands:
             elif not cp.signed_by(public):
                 problem = "the signature does not match: the checkpoint is forged or was altered"
             else:
-                problem = checkpoints.held_by(
-                    cp, self.kernel.store.get(cp.position) if cp.position <= head else None, head
-                )
+                try:
+                    record = self.kernel.store.get(cp.position) if cp.position <= head else None
+                    problem = checkpoints.held_by(cp, record, head)
+                except IntegrityViolation as exc:
+                    problem = (
+                        f"{exc.message}, where the checkpoint signed position {cp.position}: the log was rewritten"
+                    )
             findings.append(CheckpointFinding(source.where, cp, problem))
         return findings
 
