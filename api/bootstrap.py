@@ -125,7 +125,11 @@ def initialise(
     key, key_created = receipts.create_key(settings.key_path)
     signer, signer_created = signing.create_signing_key(settings.signing_key_path)
     ledger = _build(settings, key, signer, clock)
-    created = ledger.initialise(progress)
+    try:
+        created = ledger.initialise(progress)
+    except BaseException:
+        ledger.store.dispose()  # the caller never gets this ledger: its connections are closed here
+        raise
     if created and seed_new:
         ledger.setup_memory(Actor(agent="system", source="cli"))
     return ledger, InitReport(
