@@ -84,7 +84,16 @@ class AuditCommands:
         self.kernel.index.create_schema()
         self.kernel.snapshots.create_schema()
         for _ in range(self.kernel.config.max_conflict_retries):
-            state = store.load_stream(LEDGER_STREAM)
+            try:
+                state = store.load_stream(LEDGER_STREAM)
+            except IntegrityViolation as exc:
+                raise Conflict(
+                    f"{exc.message}: the ledger's own events do not authenticate with the key file's row key "
+                    f"{store.row_key.key_id}, so the key file (receipt key {self.kernel.key.key_id}) is not this "
+                    "ledger's, or its database was altered",
+                    "restore the original key file (LEDGER_KEY_FILE / --key-file); `compliance-ledger verify` "
+                    "names an altered event",
+                ) from exc
             receipt_key, signing_key = bindings(state.events)
             self._check_receipt_key(receipt_key)
             row_key = row_binding(state.events)
