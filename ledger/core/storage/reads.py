@@ -15,7 +15,7 @@ from ledger.core.events import RecordedEvent
 from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, _META_AGENT, AUTHENTICATED
+from ledger.core.storage.schema import _COLUMNS, _META_AGENT, AUTHENTICATED, MAC_OF_ROW
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +46,23 @@ class StoreReads(StoreConnection):
         *,
         after: int = 0,
         hash_at: int | None = None,
+        scan: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Rows of ``columns`` (position first). With ``hash_at`` (where the ``hash`` column is) and a key, each
         row's authenticator is read beside it and checked: a row the ledger did not write raises
-        :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned."""
+        :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned.
+
+        ``scan``: a page of consecutive positions, read joined with the authenticators (PostgreSQL merges the two
+        primary keys); otherwise each row's authenticator is one primary-key probe, whatever the planner's
+        statistics (a join could hash the whole table for a stream of fifty events)."""
         # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
         # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
         # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
         checker = self.checker if hash_at is not None else None
-        source = f"{columns}, mac FROM {AUTHENTICATED}" if checker else f"{columns} FROM events"
+        if checker is None:
+            source = f"{columns} FROM events"
+        else:
+            source = f"{columns}, mac FROM {AUTHENTICATED}" if scan else f"{columns}, {MAC_OF_ROW} FROM events"
         text = f"SELECT {source} WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
@@ -170,7 +178,9 @@ class StoreReads(StoreConnection):
             if agent is not None:
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
-            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size, after=after, hash_at=hash_at)
+            scan = stream is None and not types and agent is None
+            where = " AND ".join(clauses)
+            page = self._rows(columns, where, params, limit=batch_size, after=after, hash_at=hash_at, scan=scan)
             if page:
                 yield page
             if len(page) < batch_size:

@@ -221,8 +221,8 @@ PG_SEAL = f"WITH auth AS ({series_insert('postgresql', 'event_auth')}) {series_i
 # The head of the log with its authenticator (NULL when it has none): what a writer checks before chaining after
 # a head it did not write itself.
 _AUTH_HEAD = (
-    "SELECT position, hash, recorded_at, mac FROM events LEFT JOIN event_auth USING (position) "
-    "WHERE position >= 1 ORDER BY position DESC LIMIT 1"
+    "SELECT position, hash, recorded_at, (SELECT mac FROM event_auth WHERE event_auth.position = events.position) "
+    "AS mac FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
 )
 VERSION_AND_AUTH_HEAD = (
     f"SELECT COALESCE(({_STREAM_VERSION}), 0), head.position, head.hash, head.recorded_at, head.mac "
@@ -240,3 +240,6 @@ def versions_and_auth_head_sql(streams: int) -> str:
 
 AUTHENTICATED = "events LEFT JOIN event_auth USING (position)"
 """The events with their authenticators (NULL where a row has none), for reads that check them."""
+
+MAC_OF_ROW = "(SELECT mac FROM event_auth WHERE event_auth.position = events.position)"
+"""An event's authenticator as a column of a read of ``events`` (NULL when it has none): one primary-key probe."""
