@@ -29,7 +29,7 @@ from ledger.core.storage.schema import (
     _versions_and_head_sql,
     versions_and_auth_head_sql,
 )
-from ledger.core.storage.tree import StoreTree, Tree
+from ledger.core.storage.tree import Seal, StoreTree, Tree
 
 
 def _copy_error(exc: BaseException) -> BaseException:
@@ -241,22 +241,21 @@ class GroupCommit(StoreTree):
 
         While other writers keep appending between this store's commits (processes taking turns on one file),
         the guarded insert would fail every time, so it is skipped until a read shows the head this store left."""
-        written: list[tuple[Any, ...]] = []
         if not one_by_one and self._head is not None and self._guard and self.dialect == "sqlite":
             assumed: dict[str, int] = {}
             for p in group:
                 assumed.setdefault(p.stream, p.expected_version)
-            head = self._plan_and_insert(cur, group, assumed, self._head, written, one_by_one=False, guarded=True)
-            if head is not None:
-                return head, self._seal(cur, self._tree, written)
+            done = self._plan_and_insert(cur, group, assumed, self._head, self._tree, one_by_one=False, guarded=True)
+            if done is not None:
+                return done
         versions, known, mac = self._versions_and_head(cur, group)
         self._guard = known == self._head  # False: another writer appended since this store's last commit
         tree = self._tree if self._guard else None
         if self.tlog and tree is None:
             tree = self._tree_at(cur, known, mac)
-        head = self._plan_and_insert(cur, group, versions, known, written, one_by_one=one_by_one, guarded=False)
-        assert head is not None  # an unguarded write inserts or raises
-        return head, self._seal(cur, tree, written)
+        done = self._plan_and_insert(cur, group, versions, known, tree, one_by_one=one_by_one, guarded=False)
+        assert done is not None  # an unguarded write inserts or raises
+        return done
 
     def _plan_and_insert(
         self,
@@ -264,14 +263,15 @@ class GroupCommit(StoreTree):
         group: list[_Pending],
         versions: dict[str, int],
         head: tuple[int, str, str],
-        written: list[tuple[Any, ...]],
+        tree: Tree | None,
         *,
         one_by_one: bool,
         guarded: bool,
-    ) -> tuple[int, str, str] | None:
-        """Check each member against ``versions``, chain its rows after ``head`` and insert them (adding them to
-        ``written``, in position order). ``guarded``: ``versions`` and ``head`` are assumptions the insert
-        verifies; ``None`` (nothing written, no member touched) when they no longer hold."""
+    ) -> tuple[tuple[int, str, str], Tree | None] | None:
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them with their
+        authenticators and ``tree``'s new hashes; return the new head and tree. ``guarded``: ``versions`` and
+        ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member touched) when they no
+        longer hold."""
         position, prev_hash, last_at = head
         assumed, versions = versions, dict(versions)
         # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
@@ -314,29 +314,48 @@ class GroupCommit(StoreTree):
             versions[p.stream] = rows[-1][2]
             position, prev_hash = rows[-1][0], rows[-1][9]
         if all_rows:
+            seal = self._sealing(tree, all_rows)
             try:
-                if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
+                if not self._insert(cur, all_rows, (head, assumed) if guarded else None, seal):
                     return None
             except Exception as exc:
+                foreign = self._foreign_rows(exc)
+                if foreign is not None:
+                    raise foreign from exc
                 if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
                     raise _MemberRefused from exc
                 raise
+            tree = seal.tree if seal is not None else tree
+        elif planned:  # one by one: the members that went in, sealed together
+            tree = self._seal(cur, tree, [row for _, rows in planned for row in rows])
         at = parse_ts(recorded_at)
         for p, rows in planned:
             p.rows, p.recorded_at = rows, at
-            written.extend(rows)
         for p, lost_race in lost:
             p.error = lost_race
-        return position, prev_hash, recorded_at
+        return (position, prev_hash, recorded_at), tree
 
     def _insert(
-        self, cur: Any, rows: list[tuple[Any, ...]], guard: tuple[tuple[int, str, str], dict[str, int]] | None = None
+        self,
+        cur: Any,
+        rows: list[tuple[Any, ...]],
+        guard: tuple[tuple[int, str, str], dict[str, int]] | None = None,
+        seal: Seal | None = None,
     ) -> bool:
-        """Insert ``rows`` in position order. On SQLite one multi-row statement per chunk: each statement step
-        releases Python's GIL, and under concurrent writers getting it back cost more than the insert itself.
+        """Insert ``rows`` in position order, and ``seal`` (their authenticators and tree hashes) with them. On
+        SQLite one multi-row statement per chunk: each statement step releases Python's GIL, and under concurrent
+        writers getting it back cost more than the insert itself. On PostgreSQL the seal rides on the first
+        statement (a data-modifying WITH): no round trip of its own.
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
-        inserts only if they still hold; ``False`` when it inserted nothing."""
+        inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
+        if seal is not None and self.dialect != "sqlite":
+            chunk, rest = rows[:_INSERT_CHUNK], rows[_INSERT_CHUNK:]
+            prefix, params = seal.pg_with()
+            cur.execute(self.sql(prefix + _insert_rows_sql(len(chunk))), [*params, *(v for row in chunk for v in row)])
+            if rest:
+                cur.executemany(self._insert_one, rest)
+            return True
         if guard is not None:
             (position, digest, _), streams = guard
             chunk = rows[:_INSERT_CHUNK]
@@ -351,14 +370,14 @@ class GroupCommit(StoreTree):
             if cur.rowcount != len(chunk):
                 return False
             rows = rows[_INSERT_CHUNK:]
-        if not rows:
-            return True
         if len(rows) == 1:
             cur.execute(self._insert_one, rows[0])
-        elif self.dialect != "sqlite":
+        elif rows and self.dialect != "sqlite":
             cur.executemany(self._insert_one, rows)
         else:
             for start in range(0, len(rows), _INSERT_CHUNK):
                 chunk = rows[start : start + _INSERT_CHUNK]
                 cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        if seal is not None:
+            self._write_seal(cur, seal)
         return True

@@ -214,10 +214,6 @@ def series_params(dialect: str, first: int, blob: bytes) -> tuple[int, int, byte
     return (count, first, blob) if dialect == "sqlite" else (first, blob, count)
 
 
-# PostgreSQL: a group's authenticators and tree hashes in one statement (one round trip), the first a
-# data-modifying WITH; parameters: the authenticators' (first, blob, count), then the hashes'.
-PG_SEAL = f"WITH auth AS ({series_insert('postgresql', 'event_auth')}) {series_insert('postgresql', 'tlog_hashes')}"
-
 # The head of the log with its authenticator (NULL when it has none): what a writer checks before chaining after
 # a head it did not write itself.
 _AUTH_HEAD = (

@@ -9,6 +9,8 @@ second look at the table.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +19,7 @@ from ledger.core.chain import GENESIS_HASH
 from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotInitialised
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.reads import StoreReads
-from ledger.core.storage.schema import AUTHENTICATED, PG_SEAL, series_insert, series_params
+from ledger.core.storage.schema import AUTHENTICATED, series_insert, series_params
 from ledger.core.tlog import merkle
 
 TREE_BATCH = 5000
@@ -53,15 +55,20 @@ class Tree:
         """This tree with a leaf appended for each chain hash (hex), and the hashes to store for them, concatenated
         in id order from ``stored_hash_index(0, size)`` (what :func:`merkle.new_stored_hashes` gives leaf by
         leaf)."""
+        return self.extend_raw([bytes.fromhex(h) for h in chain_hashes])
+
+    def extend_raw(self, leaves_data: Sequence[bytes]) -> tuple[Tree, bytes]:
+        """:meth:`extend` with each leaf's data given as raw bytes."""
         compact = list(self.compact)
         size = self.size
         out: list[bytes] = []
-        for digest in chain_hashes:
-            h = merkle.leaf_hash(bytes.fromhex(digest))
+        sha256 = hashlib.sha256
+        for data in leaves_data:
+            h = sha256(b"\x00" + data).digest()  # merkle.leaf_hash, inlined: this runs under the write lock
             out.append(h)
             n = size
             while n & 1:
-                h = merkle.node_hash(compact.pop(), h)
+                h = sha256(b"\x01" + compact.pop() + h).digest()  # merkle.node_hash
                 out.append(h)
                 n >>= 1
             compact.append(h)
@@ -70,6 +77,53 @@ class Tree:
 
 
 EMPTY = Tree(0, ())
+
+_SMALL = 8  # up to this many rows, a plain multi-row VALUES (one text per count); more, one series statement
+
+
+@functools.lru_cache(maxsize=4 * _SMALL)
+def _values_sql(table: str, count: int) -> str:
+    key, value = ("id", "hash") if table == "tlog_hashes" else ("position", "mac")
+    return f"INSERT INTO {table} ({key}, {value}) VALUES {', '.join(['(?, ?)'] * count)}"
+
+
+def _rows_sql(dialect: str, table: str, first: int, blob: bytes, small: int) -> tuple[str, Sequence[Any]]:
+    """The statement (``?`` placeholders) writing the consecutive rows of ``blob`` from key ``first``."""
+    count = len(blob) // 32
+    if count > small:
+        return series_insert(dialect, table), series_params(dialect, first, blob)
+    params: list[Any] = []
+    for k in range(count):
+        params += (first + k, blob[32 * k : 32 * (k + 1)])
+    return _values_sql(table, count), params
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    """What a group writes beside its rows: their authenticators (from position ``first``) and the tree's new
+    stored hashes (from id ``node``), each a concatenation of 32-byte values, and the tree they make."""
+
+    tree: Tree
+    first: int
+    macs: bytes
+    node: int
+    blob: bytes
+
+    def sqlite(self) -> list[tuple[str, Sequence[Any]]]:
+        """The two statements that write it on SQLite."""
+        return [
+            _rows_sql("sqlite", "event_auth", self.first, self.macs, _SMALL),
+            _rows_sql("sqlite", "tlog_hashes", self.node, self.blob, _SMALL),
+        ]
+
+    def pg_with(self) -> tuple[str, tuple[Any, ...]]:
+        """A ``WITH`` clause writing it on PostgreSQL, to put before the group's insert (``?`` placeholders), and
+        its parameters. A group of one row writes plain VALUES (a few statement texts, each prepared once); a
+        larger one a series of each blob (one text whatever the counts)."""
+        small = _SMALL if len(self.macs) == 32 else 0
+        auth, auth_params = _rows_sql("postgresql", "event_auth", self.first, self.macs, small)
+        tree, tree_params = _rows_sql("postgresql", "tlog_hashes", self.node, self.blob, small)
+        return f"WITH auth AS ({auth}), tree AS ({tree}) ", (*auth_params, *tree_params)
 
 
 def _whole(value: Any, what: str, hint: str) -> int:
@@ -245,40 +299,55 @@ class StoreTree(StoreReads):
             self.checker.check(position, digest, mac)
         return self._compact(cur, position)
 
-    def _seal(self, cur: Any, tree: Tree | None, written: list[tuple[Any, ...]]) -> Tree | None:
-        """Write the authenticators of the rows ``written`` (chained after ``tree``'s last leaf) and the tree's new
-        stored hashes; return the grown tree."""
+    def _sealing(self, tree: Tree | None, written: list[tuple[Any, ...]]) -> Seal | None:
+        """The authenticators of the rows ``written`` (chained after ``tree``'s last leaf) and the tree's new
+        stored hashes, ready to write (``None`` for a store that keeps no tree)."""
         if not self.tlog or not written or tree is None or self.row_key is None:
-            return tree
+            return None
         first = written[0][0]
         if first != tree.size + 1:  # the tree is always read at the head the rows were chained after
             raise IntegrityViolation(
                 f"the tree has {tree.size} leaves, not the {first - 1} the rows follow", REBUILD_HINT
             )
-        hashes = [r[9] for r in written]
-        grown, blob = tree.extend(hashes)
-        macs = self.row_key.macs(hashes)
-        node = merkle.stored_hash_index(0, tree.size)
+        digests = [bytes.fromhex(r[9]) for r in written]
+        grown, blob = tree.extend_raw(digests)
+        macs = b"".join([self.row_key.mac(d) for d in digests])
+        return Seal(grown, first, macs, merkle.stored_hash_index(0, tree.size), blob)
+
+    def _write_seal(self, cur: Any, seal: Seal) -> None:
         try:
             if self.dialect == "sqlite":
-                cur.execute(
-                    self.sql(series_insert(self.dialect, "event_auth")), series_params(self.dialect, first, macs)
-                )
-                cur.execute(
-                    self.sql(series_insert(self.dialect, "tlog_hashes")), series_params(self.dialect, node, blob)
-                )
+                for sql, params in seal.sqlite():
+                    cur.execute(sql, params)
             else:
-                params = (*series_params(self.dialect, first, macs), *series_params(self.dialect, node, blob))
-                cur.execute(self.sql(PG_SEAL), params)
+                with_clause, params = seal.pg_with()
+                cur.execute(self.sql(with_clause + "SELECT 1"), params)
         except Exception as exc:
-            if isinstance(classify_driver_error(exc, self.dialect), Conflict):
-                raise IntegrityViolation(
-                    "the tree or the authenticators already hold rows for the events being appended: something other "
-                    "than the ledger wrote them",
-                    REBUILD_HINT,
-                ) from exc
+            foreign = self._foreign_rows(exc)
+            if foreign is not None:
+                raise foreign from exc
             raise
-        return grown
+
+    def _seal(self, cur: Any, tree: Tree | None, written: list[tuple[Any, ...]]) -> Tree | None:
+        """Write the authenticators of the rows ``written`` and the tree's new hashes; return the grown tree."""
+        seal = self._sealing(tree, written)
+        if seal is None:
+            return tree
+        self._write_seal(cur, seal)
+        return seal.tree
+
+    def _foreign_rows(self, exc: BaseException) -> IntegrityViolation | None:
+        """What a unique violation on the tree's or the authenticators' table means: rows the ledger did not
+        write hold the keys it is writing (``None`` for any other error)."""
+        if isinstance(classify_driver_error(exc, self.dialect), Conflict) and any(
+            table in str(exc) for table in ("tlog_hashes", "event_auth")
+        ):
+            return IntegrityViolation(
+                "the tree or the authenticators already hold rows for the events being appended: something other "
+                "than the ledger wrote them",
+                REBUILD_HINT,
+            )
+        return None
 
     def _head_position(self, cur: Any) -> int:
         cur.execute("SELECT MAX(position) FROM events WHERE position >= 1")
