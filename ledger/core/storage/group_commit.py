@@ -349,12 +349,9 @@ class GroupCommit(StoreTree):
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
         inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
-        if seal is not None and self.dialect != "sqlite":
-            chunk, rest = rows[:_INSERT_CHUNK], rows[_INSERT_CHUNK:]
+        if seal is not None and self.dialect != "sqlite" and len(rows) == 1:
             prefix, params = seal.pg_with()
-            cur.execute(self.sql(prefix + _insert_rows_sql(len(chunk))), [*params, *(v for row in chunk for v in row)])
-            if rest:
-                cur.executemany(self._insert_one, rest)
+            cur.execute(self.sql(prefix + _insert_rows_sql(1)), [*params, *rows[0]])
             return True
         if guard is not None:
             (position, digest, _), streams = guard

@@ -87,8 +87,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
         with self.write_transaction() as cur:
             for ddl in append_only_ddl(self.dialect, "tlog_hashes"):
                 cur.execute(ddl)
-            if self._head_position(cur) == 0 and not self._has_table(cur, "event_auth"):
-                for ddl in append_only_ddl(self.dialect, "event_auth"):
+            if self._has_table(cur, "event_auth") or self._head_position(cur) == 0:
+                for ddl in append_only_ddl(self.dialect, "event_auth"):  # idempotent where it exists
                     cur.execute(ddl)
 
     def is_initialised(self) -> bool:

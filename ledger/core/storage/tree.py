@@ -19,7 +19,7 @@ from ledger.core.chain import GENESIS_HASH
 from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotInitialised
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.reads import StoreReads
-from ledger.core.storage.schema import AUTHENTICATED, series_insert, series_params
+from ledger.core.storage.schema import AUTHENTICATED, SQLITE_SEAL, series_insert, series_keys, series_params
 from ledger.core.tlog import merkle
 
 TREE_BATCH = 5000
@@ -78,7 +78,7 @@ class Tree:
 
 EMPTY = Tree(0, ())
 
-_SMALL = 8  # up to this many rows, a plain multi-row VALUES (one text per count); more, one series statement
+_SMALL = 8  # PostgreSQL, a group of one row: up to this many hashes as plain VALUES, more as a series
 
 
 @functools.lru_cache(maxsize=4 * _SMALL)
@@ -109,12 +109,10 @@ class Seal:
     node: int
     blob: bytes
 
-    def sqlite(self) -> list[tuple[str, Sequence[Any]]]:
-        """The two statements that write it on SQLite."""
-        return [
-            _rows_sql("sqlite", "event_auth", self.first, self.macs, _SMALL),
-            _rows_sql("sqlite", "tlog_hashes", self.node, self.blob, _SMALL),
-        ]
+    def sqlite(self) -> tuple[str, Sequence[Any]]:
+        """The statement that writes it on SQLite (into the ``tlog_seal`` view, whose trigger writes both tables)."""
+        keys = series_keys(len(self.macs) // 32), series_keys(len(self.blob) // 32)
+        return SQLITE_SEAL, (self.first, self.macs, keys[0], self.node, self.blob, keys[1])
 
     def pg_with(self) -> tuple[str, tuple[Any, ...]]:
         """A ``WITH`` clause writing it on PostgreSQL, to put before the group's insert (``?`` placeholders), and
@@ -317,8 +315,7 @@ class StoreTree(StoreReads):
     def _write_seal(self, cur: Any, seal: Seal) -> None:
         try:
             if self.dialect == "sqlite":
-                for sql, params in seal.sqlite():
-                    cur.execute(sql, params)
+                cur.execute(*seal.sqlite())
             else:
                 with_clause, params = seal.pg_with()
                 cur.execute(self.sql(with_clause + "SELECT 1"), params)
