@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-processes", action="store_true", help="no cross-process rows")
     parser.add_argument("--tlog", action="store_true", help="the tree and authenticators' cost (its own section)")
+    parser.add_argument("--rounds", type=int, default=None, help="--tlog: interleaved rounds (default 5)")
     args = parser.parse_args(argv)
     if args.tlog:
         return tlog_main(args)
@@ -71,7 +72,7 @@ def tlog_main(args: argparse.Namespace) -> int:
     from writers_bench import tlog
     from writers_bench.tlog_report import section as tlog_section
 
-    seconds, rounds = (0.5, 1) if args.quick else (3.0, 3)
+    seconds, rounds = (0.5, 1) if args.quick else (3.0, args.rounds or 5)
     backends = ["sqlite"] + ([] if args.skip_postgres else ["postgresql"])
     names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
     t0, start = time.perf_counter(), tlog.load_average()

@@ -317,6 +317,18 @@ def test_hashes_written_past_the_log_fail_appends_and_size_closed_until_the_tree
     assert_tree_matches_the_log(store)
 
 
+@pytest.mark.parametrize("events", [1, 3])
+def test_hashes_forged_ahead_of_the_head_a_store_wrote_fail_its_next_append_closed(
+    store: SqlEventStore, events: int
+) -> None:
+    fill(store, sessions=1)  # this store wrote the head: it extends its cached tree without reading the table
+    n = store.tree_size()
+    raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (merkle.stored_hash_index(0, n), bytes(32)))
+    with pytest.raises(IntegrityViolation, match="something other than the ledger wrote them"):
+        store.append("session:s0", 2, [searched("s0", i) for i in range(events)], META)
+    assert store.head()[0] == n  # nothing of the append was kept
+
+
 def test_rebuilding_gives_the_same_tree_and_build_has_nothing_to_add(store: SqlEventStore) -> None:
     fill(store, sessions=3, per_append=2, appends=3)
     before = stored_table(store)

@@ -349,9 +349,14 @@ class GroupCommit(StoreTree):
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
         inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
-        if seal is not None and self.dialect != "sqlite" and len(rows) == 1:
+        if seal is not None and self.dialect != "sqlite":
             prefix, params = seal.pg_with()
-            cur.execute(self.sql(prefix + _insert_rows_sql(1)), [*params, *rows[0]])
+            if len(rows) == 1:
+                cur.execute(self.sql(prefix + _insert_rows_sql(1)), [*params, *rows[0]])
+            else:  # the rows and the seal sent in one flight (errors surface when the pipeline syncs)
+                with cur.connection.pipeline():
+                    cur.executemany(self._insert_one, rows)
+                    cur.execute(self.sql(prefix + "SELECT 1"), params)
             return True
         if guard is not None:
             (position, digest, _), streams = guard
