@@ -85,8 +85,18 @@ def tlog_main(args: argparse.Namespace) -> int:
             gate[names[backend]] = tlog.measure_gate_read(backend, Path(tmp), rounds)
             print(f"{names[backend]}: proofs at 10k and 1M leaves ...", file=sys.stderr, flush=True)
             proofs[names[backend]] = tlog.measure_proofs(backend, Path(tmp), rounds)
+        print("SQLite: commit cost of the two more tables ...", file=sys.stderr, flush=True)
+        pages = tlog.measure_commit_pages(Path(tmp), rounds)
     text = tlog_section(
-        appends, gate, proofs, seconds, rounds, (start, tlog.load_average()), time.perf_counter() - t0, git_revision()
+        appends,
+        gate,
+        proofs,
+        pages,
+        seconds,
+        rounds,
+        (start, tlog.load_average()),
+        time.perf_counter() - t0,
+        git_revision(),
     )
     if not args.quick:
         docs.write_section(BENCHMARKS_MD, docs.TLOG, text)

@@ -104,6 +104,49 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
     }
 
 
+def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str, float]:
+    """What two more rows in two more tables cost a commit on a SQLite file, outside the ledger's code: raw
+    sqlite3 on the store's own schema (WAL, ``synchronous=FULL``), one events row per transaction alone, or with
+    an ``event_auth`` row and two ``tlog_hashes`` rows, interleaved; median µs per commit."""
+    import sqlite3
+
+    from ledger.core.chain import GENESIS_HASH
+
+    store, _ = open_store("sqlite", tmp, MAX_GROUP, name="-pages")
+    path = store.engine.url.database
+    store.dispose()
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    insert = (
+        "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, "
+        "hash) VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{}', ?, ?, ?)"
+    )
+    position, prev, ids = 0, GENESIS_HASH, 0
+    times: dict[str, list[float]] = {"events only": [], "with authenticator and hashes": []}
+    for _ in range(rounds):
+        for name in times:
+            t0 = time.perf_counter()
+            for _ in range(commits):
+                position += 1
+                digest = secrets.token_hex(32)
+                conn.execute("BEGIN IMMEDIATE")
+                row = (position, f"session:{position % 50}", position, "x" * 300, f"{position:020d}", prev, digest)
+                conn.execute(insert, row)
+                if name != "events only":
+                    conn.execute("INSERT INTO event_auth (position, mac) VALUES (?, ?)", (position, os.urandom(32)))
+                    conn.execute(
+                        "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?), (?, ?)",
+                        (ids, os.urandom(32), ids + 1, os.urandom(32)),
+                    )
+                    ids += 2
+                conn.execute("COMMIT")
+                prev = digest
+            times[name].append((time.perf_counter() - t0) / commits * 1e6)
+    conn.close()
+    return {name: median(values) for name, values in times.items()}
+
+
 def synthetic_tree(backend: str, tmp: Path, leaves: int) -> tuple[SqlEventStore, str | None]:
     """A store whose ``tlog_hashes`` holds the tree of ``leaves`` random leaves, written with the statement the
     append path writes hashes with (no events behind it: the benchmark marks its size as checked, the one check
