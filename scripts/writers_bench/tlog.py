@@ -83,7 +83,9 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
         checked = SqlEventStore(writer.engine, row_key=ROW_KEY)
         unchecked = SqlEventStore(writer.engine, row_key=None, _tlog=False)
         times: dict[str, list[float]] = {"with": [], "without": []}
+        scans: dict[str, list[float]] = {"with": [], "without": []}
         order = [f"session:ses_{n:020d}" for n in range(GATE_SESSIONS)]
+        events = writer.head()[0]
         for _ in range(rounds):
             random.shuffle(order)
             for name, store in (("with", checked), ("without", unchecked)):
@@ -92,7 +94,9 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
                     state = store.load_stream(stream)
                     times[name].append(time.perf_counter() - t0)
                     assert len(state.events) == GATE_EVENTS
-        events = writer.head()[0]
+                t0 = time.perf_counter()
+                assert sum(1 for _ in store.iter_events()) == events  # a replay's read: every event, decoded
+                scans[name].append((time.perf_counter() - t0) / events)
     finally:
         writer.dispose()
         drop_schema(schema)
@@ -101,6 +105,8 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
         "without_us": median(times["without"]) * 1e6,
         "reads": len(times["with"]),
         "events": events,
+        "scan_with_us": median(scans["with"]) * 1e6,
+        "scan_without_us": median(scans["without"]) * 1e6,
     }
 
 

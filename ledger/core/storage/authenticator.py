@@ -74,18 +74,20 @@ class RowKey:
         if not hmac.compare_digest(self.mac(bytes.fromhex(hash_hex)), mac):
             raise IntegrityViolation(f"the event at position {position} has a wrong authenticator", _HINT, position)
 
-    def strip(self, rows: list[tuple], hash_at: int) -> list[tuple]:  # type: ignore[type-arg]
-        """Check each row (position first, its hash at ``hash_at``, its authenticator last) and return the rows
-        without the authenticator; the first bad row raises :class:`IntegrityViolation` naming its position."""
-        inner, outer, compare = self._inner, self._outer, hmac.compare_digest
-        out = []
+    def check_rows(self, rows: list[tuple], hash_at: int) -> None:  # type: ignore[type-arg]
+        """Check each row (position first, its hash at ``hash_at``, its authenticator last); the first bad row
+        raises :class:`IntegrityViolation` naming its position. The replay path: about a microsecond a row."""
+        inner, outer, compare, unhex = self._inner, self._outer, hmac.compare_digest, bytes.fromhex
         for row in rows:
             mac = row[-1]
             i = inner.copy()
-            i.update(bytes.fromhex(row[hash_at]))
+            i.update(unhex(row[hash_at]))
             o = outer.copy()
             o.update(i.digest())
             if mac is None or not compare(o.digest(), mac):
                 self.check(row[0], row[hash_at], mac)
-            out.append(row[:-1])
-        return out
+
+    def strip(self, rows: list[tuple], hash_at: int) -> list[tuple]:  # type: ignore[type-arg]
+        """:meth:`check_rows`, then the rows without their authenticator."""
+        self.check_rows(rows, hash_at)
+        return [row[:-1] for row in rows]

@@ -15,7 +15,7 @@ from ledger.core.events import RecordedEvent
 from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, _META_AGENT, AUTHENTICATED, MAC_OF_ROW
+from ledger.core.storage.schema import _COLUMNS, _META_AGENT, MAC_OF_ROW, authenticated
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ class StoreReads(StoreConnection):
     def _select(
         self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
     ) -> list[StoredRecord]:
-        return [StoredRecord(*r) for r in self._rows(_COLUMNS, conditions, params, order, limit, hash_at=9)]
+        rows = self._rows(_COLUMNS, conditions, params, order, limit, hash_at=9)
+        return [StoredRecord(*r[:10]) for r in rows] if self.checker else [StoredRecord(*r) for r in rows]
 
     def _rows(
         self,
@@ -50,7 +51,8 @@ class StoreReads(StoreConnection):
     ) -> list[tuple[Any, ...]]:
         """Rows of ``columns`` (position first). With ``hash_at`` (where the ``hash`` column is) and a key, each
         row's authenticator is read beside it and checked: a row the ledger did not write raises
-        :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned.
+        :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned;
+        the rows keep the authenticator as a last column (no copy of every row on a replay).
 
         ``scan``: a page of consecutive positions, read joined with the authenticators (PostgreSQL merges the two
         primary keys); otherwise each row's authenticator is one primary-key probe, whatever the planner's
@@ -59,19 +61,23 @@ class StoreReads(StoreConnection):
         # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
         # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
         checker = self.checker if hash_at is not None else None
+        bounds = 0
         if checker is None:
             source = f"{columns} FROM events"
+        elif scan:
+            joined, bounds = authenticated(self.dialect)
+            source = f"{columns}, mac FROM {joined}"
         else:
-            source = f"{columns}, mac FROM {AUTHENTICATED}" if scan else f"{columns}, {MAC_OF_ROW} FROM events"
+            source = f"{columns}, {MAC_OF_ROW} FROM events"
         text = f"SELECT {source} WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
-            cur.execute(self.sql(text), (max(after, 0), *params))
+            cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
         if checker is not None and hash_at is not None:
-            return checker.strip(rows, hash_at)
+            checker.check_rows(rows, hash_at)
         return rows
 
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
@@ -131,7 +137,7 @@ class StoreReads(StoreConnection):
         ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
         one agent's events never needs the others)."""
         for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9):
-            yield from itertools.starmap(StoredRecord, page)
+            yield from (StoredRecord(*r[:10]) for r in page) if self.checker else itertools.starmap(StoredRecord, page)
 
     def iter_events(
         self,
@@ -145,7 +151,8 @@ class StoreReads(StoreConnection):
     ) -> Iterator[RecordedEvent]:
         """Yield typed events in position order (upcast on read), filtered and paged as :meth:`iter_records`.
 
-        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between)."""
+        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between; the
+        authenticator, checked, rides along as a last column ``decode_row`` ignores)."""
         for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=8):
             yield from itertools.starmap(decode_row, page)
 

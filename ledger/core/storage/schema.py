@@ -264,8 +264,15 @@ def versions_and_auth_head_sql(streams: int) -> str:
     return " UNION ALL ".join([head, *versions])
 
 
-AUTHENTICATED = "events LEFT JOIN event_auth USING (position)"
-"""The events with their authenticators (NULL where a row has none), for reads that check them."""
+def authenticated(dialect: str, bound: str = ">") -> tuple[str, int]:
+    """The events joined with their authenticators (NULL where a row has none), for a read of consecutive
+    positions from a lower bound, and how many times the read passes that bound first. On PostgreSQL the
+    authenticators are read from the same bound, or the merge join would walk them from position 1 on every page
+    of a scan; on SQLite each row's authenticator is a rowid probe anyway."""
+    if dialect == "sqlite":
+        return "events LEFT JOIN event_auth USING (position)", 0
+    return f"events LEFT JOIN (SELECT position, mac FROM event_auth WHERE position {bound} ?) AS a USING (position)", 1
+
 
 MAC_OF_ROW = "(SELECT mac FROM event_auth WHERE event_auth.position = events.position)"
 """An event's authenticator as a column of a read of ``events`` (NULL when it has none): one primary-key probe."""

@@ -19,7 +19,7 @@ from ledger.core.chain import GENESIS_HASH
 from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotInitialised
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.reads import StoreReads
-from ledger.core.storage.schema import AUTHENTICATED, SQLITE_SEAL, series_insert, series_keys, series_params
+from ledger.core.storage.schema import SQLITE_SEAL, authenticated, series_insert, series_keys, series_params
 from ledger.core.tlog import merkle
 
 TREE_BATCH = 5000
@@ -255,13 +255,13 @@ class StoreTree(StoreReads):
         """Add the leaves of the events after ``tree`` up to position ``end`` (each checked: on the chain and
         written by this ledger) and store their hashes; return the grown tree."""
         mac = ", mac" if self.checker else ""
-        source = AUTHENTICATED if self.checker else "events"
+        source, bounds = authenticated(self.dialect, ">=") if self.checker else ("events", 0)
         cur.execute(
             self.sql(
                 f"SELECT position, prev_hash, hash{mac} FROM {source} "
                 "WHERE position >= ? AND position <= ? ORDER BY position"
             ),
-            (max(tree.size, 1), end),
+            (*[max(tree.size, 1)] * (bounds + 1), end),
         )
         rows = cur.fetchall()
         if self.checker is not None:

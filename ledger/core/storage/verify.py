@@ -11,7 +11,7 @@ from typing import Any
 from ledger.core.chain import ChainReport, StoredRecord, verify_chain
 from ledger.core.errors import IntegrityViolation
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, AUTHENTICATED, append_only_ddl
+from ledger.core.storage.schema import _COLUMNS, append_only_ddl, authenticated
 from ledger.core.storage.tree import EMPTY, TREE_BATCH, StoreTree, Tree, size_of
 from ledger.core.tlog import merkle
 
@@ -142,7 +142,7 @@ class StoreVerify(StoreTree):
     def _verify_rows(self, head: int, batch_size: int) -> Iterator[tuple[StoredRecord, Any]]:
         """Every row up to ``head`` with its authenticator (``None`` where it has none), unchecked, in pages."""
         mac = ", mac" if self.checker is not None else ""
-        source = AUTHENTICATED if self.checker is not None else "events"
+        source, bounds = authenticated(self.dialect) if self.checker is not None else ("events", 0)
         text = self.sql(
             f"SELECT {_COLUMNS}{mac} FROM {source} WHERE position > ? AND position <= ? ORDER BY position "
             f"LIMIT {int(batch_size)}"
@@ -150,7 +150,7 @@ class StoreVerify(StoreTree):
         after = 0
         while after < head:
             with self._read_cursor() as cur:
-                cur.execute(text, (after, head))
+                cur.execute(text, (*[after] * (bounds + 1), head))
                 page = cur.fetchall()
             for row in page:
                 yield StoredRecord(*row[:10]), (row[10] if mac else None)
