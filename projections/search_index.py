@@ -236,24 +236,19 @@ class SearchIndex:
             self._remove(cur, [event.block_id])
         elif isinstance(event, MemoryRestored):
             self._remove(cur, [event.block_id])  # never twice in the index, whatever came before
-            self._insert(cur, *self._remembered(cur, event.block_id))
+            self._insert(cur, *self._remembered(event.block_id))
             return 1
         return 0
 
-    def _remembered(self, cur: Any, block_id: str) -> tuple[MemoryRemembered, Origin]:
-        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream) and the block's provenance,
-        read on the index's cursor."""
-        cur.execute(
-            self.store.sql(
-                "SELECT type, schema_version, data, position, meta FROM events WHERE stream = ? AND version = 1"
-            ),
-            (f"block:{block_id}",),
-        )
-        row = cur.fetchone()
-        event = from_payload_json(str(row[0]), int(row[1]), str(row[2])) if row is not None else None
+    def _remembered(self, block_id: str) -> tuple[MemoryRemembered, Origin]:
+        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, and
+        the block's provenance."""
+        record = self.store.record_of(f"block:{block_id}", 1)
+        event = from_payload_json(record.type, record.schema_version, record.data_json) if record is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
-        return event, origin_of(int(row[3]), json.loads(str(row[4])), event)
+        assert record is not None
+        return event, origin_of(record.position, json.loads(record.meta_json), event)
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
         try:

@@ -86,8 +86,10 @@ def decode_row(
     meta_json: str,
     recorded_at: str,
     hash: str,
+    _checked: object = None,
 ) -> RecordedEvent:
-    """:func:`decode` from the columns of a row (:data:`ROW_COLUMNS`), for reads that need no record."""
+    """:func:`decode` from the columns of a row (:data:`ROW_COLUMNS`), for reads that need no record;
+    ``_checked``: a last column the read already checked (the row's authenticator), ignored."""
     validate = _CURRENT.get((type_name, schema_version))
     event = validate(data_json) if validate is not None else from_payload_json(type_name, schema_version, data_json)
     # RecordedEvent(...) without the frozen ``__init__``'s seven ``object.__setattr__`` calls (about 5% of a

@@ -15,7 +15,7 @@ from ledger.core.events.anchor import (
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
-from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
+from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, RowKeyBound, SigningKeyBound
 from ledger.core.events.memory import (
     ContradictionFlagged,
     MemoryArchived,
@@ -36,6 +36,7 @@ from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransit
 VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
     SigningKeyBound,
+    RowKeyBound,
     ApiKeyIssued,
     ApiKeyRevoked,
     SessionStarted,
