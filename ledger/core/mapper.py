@@ -68,12 +68,14 @@ def decode(record: StoredRecord) -> RecordedEvent:
         record.data_json,
         record.meta_json,
         record.recorded_at,
+        record.prev_hash,
         record.hash,
     )
 
 
-ROW_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, hash"
-"""The columns :func:`decode_row` takes, in its order (a stored record without ``prev_hash``)."""
+ROW_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+"""The columns :func:`decode_row` takes, in its order: a stored record's (every hashed column and the hash, so a
+read can check the row against its hash)."""
 
 
 def decode_row(
@@ -85,6 +87,7 @@ def decode_row(
     data_json: str,
     meta_json: str,
     recorded_at: str,
+    prev_hash: str,
     hash: str,
     _checked: object = None,
 ) -> RecordedEvent:

@@ -304,3 +304,37 @@ def test_another_key_fails_closed_at_the_first_event(ledger: Ledger) -> None:
         stranger.load_stream("ledger")
     with pytest.raises(IntegrityViolation, match="has a wrong authenticator"):
         stranger.append("session:x", 0, [SessionStarted(session_id="x", agent="a", role="dev")], SYSTEM)
+
+
+def test_a_row_rewritten_under_its_own_hash_and_authenticator_is_refused(ledger: Ledger) -> None:
+    """An attacker with the database (triggers off) moves bob's genuine search into alice's open session and makes
+    a key an administrator's, keeping each row's hash and authenticator: every read recomputes the hash from the
+    columns it returns, so neither the gate nor the key ring decides on them."""
+    sid, version = session_with_no_search(ledger)
+    bob_sid = ledger.clock_in(BOB, "dev").session_id
+    ledger.search(BOB, bob_sid, "anything")
+    moved = max(r.position for r in ledger.store.iter_records(stream=f"session:{bob_sid}", types=["MemorySearched"]))
+    ledger.issue_api_key(Actor("root", "cli", admin=True), "mallory")
+    key_row = max(r.position for r in ledger.store.iter_records(types=["ApiKeyIssued"]))
+    disable_all_triggers(ledger.store)
+    meta = json.dumps({"agent": "alice", "session_id": sid, "source": "mcp"}, separators=(",", ":"), sort_keys=True)
+    raw(
+        ledger.store,
+        "UPDATE events SET stream = ?, version = ?, meta = ?, data = replace(data, ?, ?) WHERE position = ?",
+        (f"session:{sid}", version + 1, meta, bob_sid, sid, moved),
+    )
+    raw(ledger.store, "UPDATE events SET data = replace(data, '\"agent\"', '\"admin\"') WHERE position = ?", (key_row,))
+    with pytest.raises(IntegrityViolation, match=f"position {moved} does not match its hash"):
+        ledger.assert_compliance(ALICE, sid)
+    with pytest.raises(IntegrityViolation, match=f"position {key_row} does not match its hash"):
+        ledger.key_ring()
+    report = ledger.verify()
+    assert not report.ok and report.first_bad_position == moved
+
+
+def disable_all_triggers(store: SqlEventStore) -> None:
+    if store.dialect == "sqlite":
+        for name in ("events_require_chain", "events_reject_update", "events_reject_delete"):
+            raw(store, f"DROP TRIGGER IF EXISTS {name}")
+    else:
+        raw(store, "ALTER TABLE events DISABLE TRIGGER USER")

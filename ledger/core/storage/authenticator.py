@@ -6,8 +6,8 @@ table, written in the same transaction: ``HMAC-SHA256(row key, the 32 raw bytes 
 row key lives outside the database: it is derived with HKDF-SHA256 (info :data:`INFO`) from the ledger's receipt
 key secret, which sits beside the signing key in the ledger's home and never enters the database. The chain hash
 already covers the row's position, stream, version, type, payload, metadata, time and predecessor, so the
-authenticator binds all of them (``verify`` recomputes every hash from the row's columns; reads check the
-authenticator over the stored hash).
+authenticator binds all of them: every read that returns a row's columns recomputes its hash from them and checks
+the authenticator over it (reads of hashes alone, for the tree, check the authenticator over the stored hash).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from ledger.core.chain import row_hash
 from ledger.core.errors import IntegrityViolation
 
 INFO = b"compliance-ledger/row-authenticator/v1"
@@ -74,12 +75,24 @@ class RowKey:
         if not hmac.compare_digest(self.mac(bytes.fromhex(hash_hex)), mac):
             raise IntegrityViolation(f"the event at position {position} has a wrong authenticator", _HINT, position)
 
-    def check_rows(self, rows: list[tuple], hash_at: int) -> None:  # type: ignore[type-arg]
+    def check_rows(self, rows: list[tuple], hash_at: int, *, content: bool = False) -> None:  # type: ignore[type-arg]
         """Check each row (position first, its hash at ``hash_at``, its authenticator last); the first bad row
-        raises :class:`IntegrityViolation` naming its position. The replay path: about a microsecond a row."""
+        raises :class:`IntegrityViolation` naming its position. The replay path: about a microsecond a row.
+
+        ``content``: the rows hold every hashed column in the table's order (position … prev_hash, then the hash
+        at 9), and each row's hash is recomputed from them first. The authenticator vouches for the hash; only
+        the recomputed hash ties the columns read to it (a row rewritten under its old hash and authenticator,
+        triggers off, would otherwise be decided on). About three microseconds a row more."""
         inner, outer, compare, unhex = self._inner, self._outer, hmac.compare_digest, bytes.fromhex
         for row in rows:
             mac = row[-1]
+            if content and row_hash(*row[:9]) != row[9]:
+                raise IntegrityViolation(
+                    f"the event at position {row[0]} does not match its hash: its columns were changed after it "
+                    "was written",
+                    _HINT,
+                    row[0],
+                )
             i = inner.copy()
             i.update(unhex(row[hash_at]))
             o = outer.copy()

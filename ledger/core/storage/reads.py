@@ -34,7 +34,7 @@ class StoreReads(StoreConnection):
     def _select(
         self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
     ) -> list[StoredRecord]:
-        rows = self._rows(_COLUMNS, conditions, params, order, limit, hash_at=9)
+        rows = self._rows(_COLUMNS, conditions, params, order, limit, hash_at=9, content=True)
         return [StoredRecord(*r[:10]) for r in rows] if self.checker else [StoredRecord(*r) for r in rows]
 
     def _rows(
@@ -48,6 +48,7 @@ class StoreReads(StoreConnection):
         after: int = 0,
         hash_at: int | None = None,
         scan: bool = False,
+        content: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Rows of ``columns`` (position first). With ``hash_at`` (where the ``hash`` column is) and a key, each
         row's authenticator is read beside it and checked: a row the ledger did not write raises
@@ -77,7 +78,7 @@ class StoreReads(StoreConnection):
             cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
         if checker is not None and hash_at is not None:
-            checker.check_rows(rows, hash_at)
+            checker.check_rows(rows, hash_at, content=content)
         return rows
 
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
@@ -136,7 +137,7 @@ class StoreReads(StoreConnection):
 
         ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
         one agent's events never needs the others)."""
-        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9):
+        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
             yield from (StoredRecord(*r[:10]) for r in page) if self.checker else itertools.starmap(StoredRecord, page)
 
     def iter_events(
@@ -153,7 +154,7 @@ class StoreReads(StoreConnection):
 
         Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between; the
         authenticator, checked, rides along as a last column ``decode_row`` ignores)."""
-        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=8):
+        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
             yield from itertools.starmap(decode_row, page)
 
     def _pages(
@@ -167,6 +168,7 @@ class StoreReads(StoreConnection):
         batch_size: int,
         *,
         hash_at: int | None,
+        content: bool = False,
     ) -> Iterator[list[tuple[Any, ...]]]:
         """Pages of rows (``columns``, position first) after ``after``, each its own query from the last
         position of the one before; each row's authenticator checked as :meth:`_rows` says."""
@@ -187,7 +189,9 @@ class StoreReads(StoreConnection):
                 params.append(agent)
             scan = stream is None and not types and agent is None
             where = " AND ".join(clauses)
-            page = self._rows(columns, where, params, limit=batch_size, after=after, hash_at=hash_at, scan=scan)
+            page = self._rows(
+                columns, where, params, limit=batch_size, after=after, hash_at=hash_at, scan=scan, content=content
+            )
             if page:
                 yield page
             if len(page) < batch_size:
