@@ -10,9 +10,9 @@ from api.settings import Settings
 from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.errors import InvalidInput
-from ledger.core.storage import SqlEventStore, make_engine
+from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.enforcement.decisions import EnforcementConfigError, RuleSet, load_rules
-from ledger.service import Actor, Ledger, LedgerConfig
+from ledger.service import Actor, Ledger, LedgerConfig, ProgressBars
 from ledger.sessions import receipts
 from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
 from projections import embedder
@@ -37,7 +37,12 @@ class InitReport:
 def _build(
     settings: Settings, key: receipts.ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock
 ) -> Ledger:
-    store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), clock=clock, timeouts=settings.timeouts)
+    store = SqlEventStore(
+        make_engine(settings.db_url, settings.timeouts),
+        clock=clock,
+        timeouts=settings.timeouts,
+        row_key=RowKey.derive(key.secret),
+    )
     return Ledger(
         store=store,
         index=search_index(store, settings),
@@ -112,17 +117,26 @@ def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
 
 
 def initialise(
-    settings: Settings, clock: _clock.Clock = _clock.now, *, seed_new: bool = False
+    settings: Settings,
+    clock: _clock.Clock = _clock.now,
+    *,
+    seed_new: bool = False,
+    progress: ProgressBars | None = None,
 ) -> tuple[Ledger, InitReport]:
     """Create the key (outside the events table) and the schema if missing; safe to run again.
 
     With ``seed_new`` a ledger created by this call also gets the constitutional memory blocks, as
-    ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready).
+    ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready). A ledger
+    from before row authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
     """
     key, key_created = receipts.create_key(settings.key_path)
     signer, signer_created = signing.create_signing_key(settings.signing_key_path)
     ledger = _build(settings, key, signer, clock)
-    created = ledger.initialise()
+    try:
+        created = ledger.initialise(progress)
+    except BaseException:
+        ledger.store.dispose()  # the caller never gets this ledger: its connections are closed here
+        raise
     if created and seed_new:
         ledger.setup_memory(Actor(agent="system", source="cli"))
     return ledger, InitReport(

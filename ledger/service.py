@@ -8,7 +8,7 @@ Each capability owns its handlers and caches (``ledger.<capability>.handlers``);
 from __future__ import annotations
 
 from ledger.anchor.handlers import AnchorCommands
-from ledger.audit.handlers import AuditCommands
+from ledger.audit.handlers import AuditCommands, ProgressBars
 from ledger.audit.report import CheckpointFinding, Replay
 from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
@@ -27,7 +27,17 @@ from ledger.workflow.handlers import WorkflowCommands
 from projections import snapshots as _snapshots
 from projections.search_index import SearchIndex
 
-__all__ = ["API_KEYS_STREAM", "Actor", "CheckpointFinding", "Ledger", "LedgerConfig", "Replay", "Source", "check_agent"]
+__all__ = [
+    "API_KEYS_STREAM",
+    "Actor",
+    "CheckpointFinding",
+    "Ledger",
+    "LedgerConfig",
+    "ProgressBars",
+    "Replay",
+    "Source",
+    "check_agent",
+]
 
 
 class Ledger:
@@ -72,6 +82,7 @@ class Ledger:
         self.events_page = self.audit.events_page
         self.replay = self.audit.replay
         self.active_hours = self.audit.active_hours
+        self.rebuild_tree = self.audit.rebuild_tree
         self.rebuild_index = self.audit.rebuild_index
         self.rebuild_snapshots = self.audit.rebuild_snapshots
         # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------

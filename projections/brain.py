@@ -1,9 +1,9 @@
 """Thought traffic for the brain API: how often each memory block was retrieved, and by how many agents.
 
-A fold over ``MemorySearched`` (its ``result_ids`` and the agent that searched, from the event's metadata)
-and ``MemoryRemembered`` (who contributed each block, and the ``context`` it was contributed in: its
-provenance). A thought retrieved at least ``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS``
-distinct agents is a *highway*.
+A fold over ``MemorySearched`` (its ``result_ids`` and the agent that searched, from the event's metadata). Who
+contributed a thought and the context it was contributed in are its provenance, which every read of a block
+carries (:mod:`projections.provenance`), the brain's sources included. A thought retrieved at least
+``HIGHWAY_MIN_RETRIEVALS`` times by at least ``HIGHWAY_MIN_AGENTS`` distinct agents is a *highway*.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.events import MemoryRemembered, MemorySearched, RecordedEvent
+from ledger.core.events import MemorySearched, RecordedEvent
 
 HIGHWAY_MIN_RETRIEVALS = 3
 HIGHWAY_MIN_AGENTS = 2
-EVENT_TYPES = (MemorySearched.type_name, MemoryRemembered.type_name)
+EVENT_TYPES = (MemorySearched.type_name,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,24 +44,18 @@ def evolve_traffic(state: Traffic | None, agent: str | None) -> Traffic:
 
 
 class ThoughtTraffic:
-    """Retrieval traffic per block, each block's contributor and its provenance (an aggregate fed every event)."""
+    """Retrieval traffic per block (an aggregate fed every event)."""
 
     name = "brain"
 
     def __init__(self) -> None:
         self.traffic: dict[str, Traffic] = {}
-        self.contributors: dict[str, str | None] = {}
-        self.provenance: dict[str, str] = {}  # block id -> the context it was contributed in (only blocks with one)
 
     def apply(self, rec: RecordedEvent) -> None:
         event = rec.event
         if isinstance(event, MemorySearched):
             for block_id in dict.fromkeys(event.result_ids):
                 self.traffic[block_id] = evolve_traffic(self.traffic.get(block_id), rec.agent)
-        elif isinstance(event, MemoryRemembered):
-            self.contributors.setdefault(event.block_id, rec.agent)
-            if event.context is not None:
-                self.provenance.setdefault(event.block_id, event.context)
 
     def of(self, block_id: str) -> Traffic:
         return self.traffic.get(block_id) or Traffic()
@@ -73,12 +67,7 @@ class ThoughtTraffic:
         return {key: value for key, value in self.dump().items()}
 
     def dump(self) -> dict[str, Any]:
-        return {
-            "traffic": dict(self.traffic),
-            "contributors": dict(self.contributors),
-            "provenance": dict(self.provenance),
-        }
+        return {"traffic": dict(self.traffic)}
 
     def restore(self, data: dict[str, Any]) -> None:
-        self.traffic, self.contributors = dict(data["traffic"]), dict(data["contributors"])
-        self.provenance = dict(data["provenance"])
+        self.traffic = dict(data["traffic"])

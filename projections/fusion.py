@@ -34,6 +34,12 @@ SEMANTIC_CANDIDATES: Final = 50
 """How many nearest blocks by cosine join the full-text hits as candidates (at least the limit)."""
 
 
+def relevant(hit: Hit, floor: float) -> bool:
+    """Whether a hybrid hit counts as relevant at ``floor``: a match of every content word of the query, or a
+    cosine at or above the floor (the test :func:`fuse` applies, for callers that rank without dropping)."""
+    return floor <= NO_FLOOR or hit.all_words or (hit.cosine is not None and hit.cosine >= floor)
+
+
 def lexical_strength(hits: Sequence[Hit]) -> dict[str, float]:
     """Each strong hit's score over the best strong score (0 to 1); weak hits are left out."""
     strong = [h for h in hits if h.strong and h.score > 0]

@@ -3,7 +3,7 @@
 The query is embedded once; the embedding index gives the nearest live blocks (under the tag prefix, if any) and
 the stored vectors of the full-text hits it did not return, so every candidate has its cosine; :func:`fusion.fuse`
 ranks them. Texts of blocks found only by their embedding are read from the log (each block's
-``MemoryRemembered``, by position), and only for the blocks returned.
+``MemoryRemembered``, by position) with their provenance, and only for the blocks returned.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ledger.core.events import MemoryRemembered
 from ledger.core.mapper import decode
 from projections import fusion
+from projections.provenance import Origin, origin_of
 from projections.search_ranking import Hit
 
 if TYPE_CHECKING:  # numpy is only there with the [semantic] extra: imported where an embedding index is built
@@ -52,22 +53,24 @@ def search(
 
 
 def _with_texts(index: EmbeddingIndex, hits: list[Hit], origins: dict[str, int]) -> list[Hit]:
-    """Fill in the text and tags of the hits only the embeddings found (read from their ``MemoryRemembered``)."""
+    """Fill in the text, tags and provenance of the hits only the embeddings found (read from their
+    ``MemoryRemembered`` and its metadata)."""
     wanted = [origins[h.block_id] for h in hits if h.bm25 is None]
     if not wanted:
         return hits
     records = index.store.records_at(wanted)
-    texts: dict[str, tuple[str, list[str]]] = {}
+    texts: dict[str, tuple[str, list[str], Origin]] = {}
     for record in records.values():
-        event = decode(record).event
+        recorded = decode(record)
+        event = recorded.event
         if isinstance(event, MemoryRemembered):
-            texts[event.block_id] = (event.content, list(event.tags))
+            texts[event.block_id] = (event.content, list(event.tags), origin_of(record.position, recorded.meta, event))
     out = []
     for h in hits:
         if h.bm25 is None and h.block_id not in texts:
             continue  # not in the log at its position: left out rather than shown without its text
         if h.bm25 is None:
-            content, tags = texts[h.block_id]
-            h = Hit(h.block_id, content, tags, h.score, strong=False, bm25=None, cosine=h.cosine)
+            content, tags, origin = texts[h.block_id]
+            h = Hit(h.block_id, content, tags, h.score, strong=False, bm25=None, cosine=h.cosine, origin=origin)
         out.append(h)
     return out

@@ -20,8 +20,6 @@ import contextlib
 import itertools
 import json
 import logging
-import sqlite3
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -30,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 
 from ledger.core.chain import StoredRecord
-from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.errors import InvalidInput
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
@@ -43,9 +41,10 @@ from ledger.core.events import (
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
-from projections import hybrid
+from projections import fusion, hybrid, provenance
 from projections.embedder import SemanticUnavailable
 from projections.fusion import MIN_SIMILARITY, NO_FLOOR
+from projections.provenance import Origin, origin_of
 from projections.query_analysis import query_terms as query_terms
 from projections.query_analysis import words
 from projections.search_ranking import RANK_AT_MOST, Hit, ranked
@@ -57,16 +56,7 @@ from projections.search_schema import TOKENIZE as TOKENIZE
 from projections.search_schema import TS_CONFIG as TS_CONFIG
 from projections.search_schema import VERSION as _VERSION
 from projections.search_schema import Skip as Skip
-
-
-def _fatal(exc: BaseException) -> bool:
-    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
-    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
-    if isinstance(exc, LedgerError | sqlite3.OperationalError):
-        return True
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
-
+from projections.search_schema import fatal as _fatal
 
 if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
     from projections.embedding_index import EmbeddingIndex
@@ -235,9 +225,10 @@ class SearchIndex:
 
     def _apply(self, cur: Any, rec: StoredRecord) -> int:
         """Apply one stored event to the index; 1 when it indexed a block."""
-        event = decode(rec).event
+        recorded = decode(rec)
+        event = recorded.event
         if isinstance(event, MemoryRemembered):
-            self._insert(cur, event)
+            self._insert(cur, event, origin_of(rec.position, recorded.meta, event))
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
@@ -245,21 +236,19 @@ class SearchIndex:
             self._remove(cur, [event.block_id])
         elif isinstance(event, MemoryRestored):
             self._remove(cur, [event.block_id])  # never twice in the index, whatever came before
-            self._insert(cur, self._remembered(cur, event.block_id))
+            self._insert(cur, *self._remembered(event.block_id))
             return 1
         return 0
 
-    def _remembered(self, cur: Any, block_id: str) -> MemoryRemembered:
-        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), read on the index's cursor."""
-        cur.execute(
-            self.store.sql("SELECT type, schema_version, data FROM events WHERE stream = ? AND version = 1"),
-            (f"block:{block_id}",),
-        )
-        row = cur.fetchone()
-        event = from_payload_json(str(row[0]), int(row[1]), str(row[2])) if row is not None else None
+    def _remembered(self, block_id: str) -> tuple[MemoryRemembered, Origin]:
+        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, and
+        the block's provenance."""
+        record = self.store.record_of(f"block:{block_id}", 1)
+        event = from_payload_json(record.type, record.schema_version, record.data_json) if record is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
-        return event
+        assert record is not None
+        return event, origin_of(record.position, json.loads(record.meta_json), event)
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
         try:
@@ -315,19 +304,21 @@ class SearchIndex:
                 (CHECKPOINT, position),
             )
 
-    def _insert(self, cur: Any, event: MemoryRemembered) -> None:
+    def _insert(self, cur: Any, event: MemoryRemembered, origin: Origin) -> None:
+        """Index a block's text and tags, and keep its provenance beside them (not searchable: a context never
+        changes what a query finds)."""
         tags_text = " ".join(t.replace("/", " ") for t in event.tags)
         tags_json = json.dumps(event.tags)
         if self.dialect == "sqlite":
             cur.execute(
-                "INSERT INTO memory_fts (block_id, content, tags, tags_json) VALUES (?, ?, ?, ?)",
-                (event.block_id, event.content, tags_text, tags_json),
+                "INSERT INTO memory_fts (block_id, content, tags, tags_json, provenance_json) VALUES (?, ?, ?, ?, ?)",
+                (event.block_id, event.content, tags_text, tags_json, provenance.to_json(origin)),
             )
         else:
             cur.execute(
-                "INSERT INTO memory_index (block_id, content, tags_json, tsv) "
-                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (block_id) DO NOTHING",
-                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}"),
+                "INSERT INTO memory_index (block_id, content, tags_json, tsv, provenance_json) "
+                f"VALUES (%s, %s, %s, to_tsvector('{TS_CONFIG}', %s), %s) ON CONFLICT (block_id) DO NOTHING",
+                (event.block_id, event.content, tags_json, f"{event.content} {tags_text}", provenance.to_json(origin)),
             )
 
     def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:
@@ -342,6 +333,13 @@ class SearchIndex:
                 cur.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
         else:
             cur.execute("DELETE FROM memory_index WHERE block_id = ANY(%s)", (list(block_ids),))
+
+    def relevant(self, hits: Sequence[Hit]) -> set[str]:
+        """The hits that count as relevant to their query: with hybrid search, those the similarity floor keeps;
+        with full text alone, all of them (each matched a word of the query)."""
+        if self._semantic is None or self.mode == "bm25":
+            return {h.block_id for h in hits}
+        return {h.block_id for h in hits if fusion.relevant(h, self.min_similarity)}
 
     def search(self, query: str, limit: int, tag_prefix: str | None = None, floor: bool = True) -> list[Hit]:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from projections.provenance import Origin, from_json
 from projections.query_analysis import STOP_WORDS
 
 RANK_AT_MOST = 2000
@@ -42,6 +43,9 @@ class Hit:
     all_words: bool = False
     """A strong match of a query none of whose content words was left out (each is in the memory, none too
     common to rank): hybrid search keeps it whatever its cosine (:data:`projections.fusion.MIN_SIMILARITY`)."""
+    origin: Origin | None = None
+    """Where the block came from (kept in the index beside its text); ``None`` only for a block the embeddings
+    found, until its text and provenance are read from the log."""
 
 
 def ranked(
@@ -98,13 +102,13 @@ def ranked(
         if sqlite:
             return _rank_sqlite(cur, f"memory_fts MATCH ?{tag_sql}{cap_sql}", [match, *filters], at_most)
         text = (
-            "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score "
+            "SELECT block_id, content, tags_json, ts_rank_cd(tsv, q) AS score, provenance_json "
             f"FROM memory_index, to_tsquery('english', ?) AS q WHERE tsv @@ q{tag_sql}{cap_sql} "
             "ORDER BY score DESC, block_id LIMIT ?"
         )
         cur.execute(sql(text), (match, *filters, at_most))
         rows: Sequence[Any] = cur.fetchall()
-        return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in rows]
+        return [_hit(r[0], r[1], r[2], float(r[3]), r[4]) for r in rows]
 
     # Every content word kept (a query of stop words only has none): its strong matches hold the whole query.
     whole = kept == terms and any(t not in STOP_WORDS for t in terms)
@@ -119,7 +123,7 @@ def ranked(
     # Every strong match is also an OR match: the best limit + len(strong) OR matches hold the best weak ones.
     seen = {h.block_id for h in strong}
     weak = [h for h in rank(any_word, limit + len(strong)) if h.block_id not in seen][: limit - len(strong)]
-    weak = [Hit(h.block_id, h.content, h.tags, h.score, strong=False) for h in weak]
+    weak = [replace(h, strong=False) for h in weak]
     return strong + _below(weak, strong)
 
 
@@ -129,12 +133,13 @@ def _stop_words_pg(cur: Any, terms: list[str], limit: int, tag_like: str | None,
     common words ranks its newest matches (FTS5 keeps stop words in its index and needs no such step)."""
     tag_sql, params = ("", []) if tag_like is None else (" AND tags_json LIKE %s ESCAPE '\\'", [tag_like])
     cur.execute(
-        "SELECT block_id, content, tags_json, ts_rank_cd(v, q) AS score FROM (SELECT block_id, content, tags_json,"
-        " to_tsvector('simple', content) AS v FROM memory_index ORDER BY seq DESC LIMIT %s) AS recent,"
+        "SELECT block_id, content, tags_json, ts_rank_cd(v, q) AS score, provenance_json FROM (SELECT block_id,"
+        " content, tags_json, provenance_json, to_tsvector('simple', content) AS v FROM memory_index"
+        " ORDER BY seq DESC LIMIT %s) AS recent,"
         f" to_tsquery('simple', %s) AS q WHERE v @@ q{tag_sql} ORDER BY score DESC, block_id LIMIT %s",
         (rank_at_most, " | ".join(terms), *params, limit),
     )
-    return [Hit(r[0], r[1], json.loads(r[2]), float(r[3])) for r in cur.fetchall()]
+    return [_hit(r[0], r[1], r[2], float(r[3]), r[4]) for r in cur.fetchall()]
 
 
 def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
@@ -145,7 +150,7 @@ def _below(weak: list[Hit], strong: list[Hit]) -> list[Hit]:
     if top <= 0 or floor <= 0:
         return weak
     factor = min(1.0, WEAK_SCALE * floor / top)
-    return [Hit(h.block_id, h.content, h.tags, h.score * factor, strong=False) for h in weak]
+    return [replace(h, score=h.score * factor, strong=False) for h in weak]
 
 
 def _words_that_matter(cur: Any, dialect: str, terms: list[str], rank_at_most: int) -> tuple[list[str], bool]:
@@ -188,12 +193,17 @@ def _rank_sqlite(cur: Any, where: str, params: Sequence[Any], limit: int) -> lis
             tied.sort(key=lambda r: block_ids[r[0]])
         chosen = above + tied[: limit - len(above)]
     scores = dict(chosen)
+    columns = "block_id, content, tags_json, provenance_json"
     hits = [
-        Hit(block_id, content, json.loads(tags_json), float(scores[rowid]))
-        for rowid, block_id, content, tags_json in _rows_by_rowid(cur, "block_id, content, tags_json", list(scores))
+        _hit(block_id, content, tags_json, float(scores[rowid]), provenance_json)
+        for rowid, block_id, content, tags_json, provenance_json in _rows_by_rowid(cur, columns, list(scores))
     ]
     hits.sort(key=lambda h: (-h.score, h.block_id))
     return hits
+
+
+def _hit(block_id: str, content: str, tags_json: str, score: float, provenance_json: str) -> Hit:
+    return Hit(block_id, content, json.loads(tags_json), score, origin=from_json(provenance_json))
 
 
 def _rows_by_rowid(cur: Any, columns: str, rowids: list[int]) -> list[Any]:

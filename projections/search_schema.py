@@ -1,9 +1,14 @@
 """The memory search index's tables: full-text (FTS5 on SQLite, a GIN-indexed ``tsvector`` on PostgreSQL), the
-checkpoints, skips and versions every derived index shares, what an index was built with, and a skipped event."""
+checkpoints, skips and versions every derived index shares, what an index was built with, a skipped event, and
+which errors abort a catch-up."""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from dataclasses import dataclass
+
+from ledger.core.errors import LedgerError
 
 CHECKPOINT = "memory_search_index"
 TOKENIZE = "porter unicode61"
@@ -13,8 +18,12 @@ TS_CONFIG = "english"
 SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
 VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
-VERSION = {"sqlite": f"fts5 tokenize={TOKENIZE}", "postgresql": f"tsvector config={TS_CONFIG}"}
-"""What the index was built with: when it changes (a new tokenizer), opening the ledger rebuilds the index."""
+VERSION = {
+    "sqlite": f"fts5 tokenize={TOKENIZE} provenance",
+    "postgresql": f"tsvector config={TS_CONFIG} provenance",
+}
+"""What the index was built with: when it changes (a new tokenizer; each block's provenance kept beside its text,
+issue 23), opening the ledger rebuilds the index."""
 COMMON_DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",
@@ -30,11 +39,13 @@ COMMON_DDL = {
 DDL = {
     "sqlite": [
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-               block_id UNINDEXED, content, tags, tags_json UNINDEXED, tokenize='{TOKENIZE}')""",
+               block_id UNINDEXED, content, tags, tags_json UNINDEXED, provenance_json UNINDEXED,
+               tokenize='{TOKENIZE}')""",
     ],
     "postgresql": [
         """CREATE TABLE IF NOT EXISTS memory_index (
-               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL)""",
+               block_id TEXT PRIMARY KEY, content TEXT NOT NULL, tags_json TEXT NOT NULL, tsv tsvector NOT NULL,
+               provenance_json TEXT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS memory_index_tsv ON memory_index USING GIN (tsv)",
         # Insertion order, for bounding the candidates of a query made only of common words (newest first).
         "ALTER TABLE memory_index ADD COLUMN IF NOT EXISTS seq BIGSERIAL",
@@ -53,3 +64,12 @@ class Skip:
 
     position: int
     reason: str
+
+
+def fatal(exc: BaseException) -> bool:
+    """Errors that mean the store itself is in trouble, never one event: they abort the catch-up, nothing is
+    skipped. (psycopg is looked up, not imported: the SQLite path never loads it.)"""
+    if isinstance(exc, LedgerError | sqlite3.OperationalError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)

@@ -169,7 +169,10 @@ def _evolve(
     at, version, position = rec.recorded_at, rec.version, rec.position
     if (type(e) is MemorySearched or type(e) is MemoryRecalled) and e.query is not None:
         # A recall with a query brings memories to the agent exactly as a search does: it issues the token.
-        ids = e.result_ids if isinstance(e, MemorySearched) else e.block_ids
+        if isinstance(e, MemorySearched):
+            ids = e.result_ids
+        else:  # only the blocks relevant to the query count (v2); a recall before v2 counted every block shown
+            ids = e.block_ids if e.relevant_ids is None else e.relevant_ids
         token = Token(
             search_position=rec.position,
             issued_at=rec.recorded_at,

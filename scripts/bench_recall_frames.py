@@ -78,11 +78,11 @@ def reference(ledger: Ledger, frame: str) -> RecallResult:
         graph, clock = memory._live()
         views = [b for b in graph.live_blocks(spec.tag_prefix) if rc.in_frame(b, spec)]
         ranked = rc.score_blocks(views, spec.weights, graph, clock)
-    texts: dict[str, str] = {}
+    sources: dict[str, Any] = {}
 
     def text_of(blocks: Any) -> dict[str, str]:
-        texts.update(memory.block_texts(blocks))
-        return texts
+        sources.update(memory.block_sources(blocks))
+        return {block_id: found.content for block_id, found in sources.items()}
 
     shown = rc.recollect(ranked, spec, TOP_K, text_of)
     shown_ids = {s.scored.block.block_id for s in shown.shown}
@@ -101,7 +101,7 @@ def reference(ledger: Ledger, frame: str) -> RecallResult:
         token_budget=spec.token_budget,
         blocks=[
             RecalledBlock(
-                **BlockOut.of(s.scored, texts[s.scored.block.block_id]).model_dump(),
+                **BlockOut.of(s.scored, *sources[s.scored.block.block_id]).model_dump(),
                 guaranteed=s.guaranteed,
                 truncated=s.truncated,
             )

@@ -16,6 +16,11 @@ SQLite and ≥ 2× on PostgreSQL, p99 ≤ 50 ms.
 Across processes: worker processes (started once, ``spawn``) each run threads appending the same way to one
 SQLite file, with the fair lock (``<db>.writelock``, the default) and with ``_fair_lock=False`` (SQLite's busy
 handler alone, as before), interleaved round by round; one process with one thread is the baseline.
+
+With ``--tlog`` (issue 24): appends with the transparency-log tree and the row authenticators against the same
+store built without them (``_tlog=False``), 1 and 16 writers, SQLite and PostgreSQL, interleaved; the gate's read
+(``load_stream`` of a 50-event session) with and without the authenticator check; an inclusion proof at 1M leaves
+against 10k. Targets: appends with ≥ 0.9× without; the proof at 1M ≤ 2× at 10k. It writes its own section.
 The parts are in ``scripts/writers_bench/``.
 """
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchkit import BENCHMARKS_MD, docs
@@ -37,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short slices; print instead of writing")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-processes", action="store_true", help="no cross-process rows")
+    parser.add_argument("--tlog", action="store_true", help="the tree and authenticators' cost (its own section)")
+    parser.add_argument("--rounds", type=int, default=None, help="--tlog: interleaved rounds (default 5)")
     args = parser.parse_args(argv)
+    if args.tlog:
+        return tlog_main(args)
     seconds, rounds = (0.5, 1) if args.quick else (4.0, 3)
     results: dict[str, dict[tuple[int, int], dict[str, float]]] = {}
     processes = None
@@ -53,6 +63,43 @@ def main(argv: list[str] | None = None) -> int:
     text = section(results, processes, seconds, rounds)
     if not args.quick:
         docs.write_section(BENCHMARKS_MD, docs.WRITERS, text)
+    print(text)
+    return 0
+
+
+def tlog_main(args: argparse.Namespace) -> int:
+    from benchkit.env import git_revision
+    from writers_bench import tlog
+    from writers_bench.tlog_report import section as tlog_section
+
+    seconds, rounds = (0.5, 1) if args.quick else (3.0, args.rounds or 5)
+    backends = ["sqlite"] + ([] if args.skip_postgres else ["postgresql"])
+    names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+    t0, start = time.perf_counter(), tlog.load_average()
+    appends, gate, proofs = {}, {}, {}
+    with tempfile.TemporaryDirectory(prefix="ledger-tlog-") as tmp:
+        for backend in backends:
+            print(f"{names[backend]}: appends ...", file=sys.stderr, flush=True)
+            appends[names[backend]] = tlog.measure_appends(backend, Path(tmp), seconds, rounds)
+            print(f"{names[backend]}: the gate's read ...", file=sys.stderr, flush=True)
+            gate[names[backend]] = tlog.measure_gate_read(backend, Path(tmp), rounds)
+            print(f"{names[backend]}: proofs at 10k and 1M leaves ...", file=sys.stderr, flush=True)
+            proofs[names[backend]] = tlog.measure_proofs(backend, Path(tmp), rounds)
+        print("SQLite: commit cost of the two more tables ...", file=sys.stderr, flush=True)
+        pages = tlog.measure_commit_pages(Path(tmp), rounds)
+    text = tlog_section(
+        appends,
+        gate,
+        proofs,
+        pages,
+        seconds,
+        rounds,
+        (start, tlog.load_average()),
+        time.perf_counter() - t0,
+        git_revision(),
+    )
+    if not args.quick:
+        docs.write_section(BENCHMARKS_MD, docs.TLOG, text)
     print(text)
     return 0
 

@@ -38,10 +38,13 @@ def verify(
     ] = None,
     public_key: PublicKeyOption = None,
 ) -> None:
-    """Recompute the hash chain and check signed checkpoints. Exit 0 when all hold; else name what broke, exit 1.
+    """Recompute the hash chain, check every event's authenticator and the transparency-log tree, and check signed
+    checkpoints. Exit 0 when all hold; else name what broke, exit 1.
 
-    The chain alone proves the log is self-consistent. With checkpoints kept elsewhere it also proves that no
-    event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an emptied table).
+    The chain proves the log is self-consistent, the authenticators that the ledger wrote every event, and the
+    tree is recomputed from the chain and compared with the stored one. With checkpoints kept elsewhere it also
+    proves that no event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an
+    emptied table).
     """
     from ledger.audit import checkpoints
     from ledger.core import signing
@@ -58,7 +61,10 @@ def verify(
     failed = [f for f in findings if not f.ok]
     failed_notes = [f for f in note_findings if not f.ok]
     if report.ok:
-        out.print(f"chain intact: {report.checked} events, head position {report.head_position}")
+        out.print(
+            f"chain intact, every event authenticated, tree matching: {report.checked} events, head position "
+            f"{report.head_position}"
+        )
     else:
         where = f"at position {report.first_bad_position}" if report.first_bad_position is not None else ""
         err.print(
@@ -196,12 +202,14 @@ def replay(
         bool,
         typer.Option(
             "--rebuild",
-            help="also rebuild the embedding index (hybrid search) and the projection snapshots from position 0",
+            help="also rebuild the transparency-log tree (after checking the chain and every event's authenticator), "
+            "the embedding index (hybrid search) and the projection snapshots from position 0",
         ),
     ] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too."""
+    """Replay projections from position 0. Without --as-of/--position the search index is rebuilt too; --rebuild
+    rebuilds the transparency-log tree and the other derived data as well."""
     from rich.table import Column
 
     moment = parse_when(as_of)
@@ -209,7 +217,10 @@ def replay(
         raise fail(InvalidInput("--rebuild works on the whole log", "drop --as-of/--position, or --rebuild"))
     with ledger_for(ctx) as ledger:
         head, _ = ledger.store.head()
-        rebuilt = snapshots = None
+        rebuilt = snapshots = leaves = None
+        if rebuild:
+            with progress("rebuilding the tree", head) as tick:
+                leaves = ledger.rebuild_tree(tick)
         if moment is None and position is None:
             with progress("rebuilding search index", None) as tick:
                 rebuilt = ledger.rebuild_index(tick, embeddings=rebuild)
@@ -235,6 +246,7 @@ def replay(
                 "index_rebuilt": rebuilt,
                 "index_skipped": [{"position": k.position, "reason": k.reason} for k in skipped],
                 "snapshots_written": snapshots,
+                "tree_leaves": leaves,
                 "sessions": [s.model_dump(mode="json") for s in states],
                 "compliance": [a.model_dump(mode="json") for a in result.compliance()],
                 "memory": memory_state.model_dump(mode="json"),
@@ -246,6 +258,7 @@ def replay(
         f"replayed to position {result.position} (as of {result.moment.isoformat()})"
         + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
         + (f"; {snapshots} projection snapshots written" if snapshots is not None else "")
+        + (f"; tree rebuilt with {leaves} leaves" if leaves is not None else "")
     )
     for k in skipped:
         err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")

@@ -89,6 +89,8 @@ def _print_block(b: BlockOut) -> None:
         ("confidence", f"{b.confidence:.4f} after {b.outcomes} outcome(s)"),
         ("reinforcements", str(b.reinforcements)),
         ("created", b.created_at.isoformat()),
+        ("stored by", _stored_by(b)),
+        ("context", b.provenance.context or "—"),
         ("last reinforced", f"{b.last_reinforced_at.isoformat()} ({b.score.active_hours_since_reinforced:.2f} h ago)"),
         ("archived", b.archived_at.isoformat() if b.archived_at else "no"),
     ]:
@@ -102,6 +104,13 @@ def _print_block(b: BlockOut) -> None:
     score.add_row("total", f"{s.total:.4f}", "")
     out.print(score)
     out.print(f"weighted degree {s.weighted_degree:.4f}")
+
+
+def _stored_by(b: BlockOut) -> str:
+    """Who stored the block, in which session, at which position: its provenance as recorded."""
+    p = b.provenance
+    where = f"session {p.session_id}" if p.session_id else "no session"
+    return f"{p.agent or 'unknown agent'}, {where} (event {p.position})"
 
 
 @group.command("show")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from api.cli.context import fail, settings_of
-from api.cli.output import err
+from api.cli.output import err, progress
 from ledger.core.errors import Conflict, InvalidInput, LedgerError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def mcp(
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
     try:
-        ledger, _ = initialise(settings, seed_new=True)
+        ledger, _ = initialise(settings, seed_new=True, progress=progress)
     except LedgerError as exc:
         raise fail(exc) from exc
     if working_dir is not None:
@@ -173,7 +173,7 @@ def serve(
     except LedgerError as exc:
         raise fail(exc) from exc
     try:
-        ledger, report = initialise(settings, seed_new=True)
+        ledger, report = initialise(settings, seed_new=True, progress=progress)
         ring = ledger.key_ring()
         if ledger.signer is not None:
             # A checkpoint of the tree before the first request, cosigned by the witnesses: a ledger whose witnesses

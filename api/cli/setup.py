@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from api.cli.context import fail, operator, settings_of
-from api.cli.output import out
+from api.cli.output import out, progress
 from ledger.core.errors import InvalidInput, LedgerError
 
 
@@ -32,7 +32,7 @@ def init(
         raise fail(InvalidInput("--force and --no-seed were both given", "send --force alone to regenerate"))
     settings = settings_of(ctx)
     try:
-        ledger, report = initialise(settings)
+        ledger, report = initialise(settings, progress=progress)
     except LedgerError as exc:
         raise fail(exc) from exc
     try:

@@ -4,20 +4,25 @@ log, and replay every projection to any moment.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 from ledger.audit import checkpoints
 from ledger.audit.report import CheckpointFinding, Replay
 from ledger.audit.transparency import TransparencyCommands
 from ledger.core import signing
 from ledger.core.chain import ChainReport, StoredRecord
-from ledger.core.errors import ConcurrencyError, Conflict
+from ledger.core.errors import ConcurrencyError, Conflict, IntegrityViolation, NotInitialised
 from ledger.core.events import (
     DomainEvent,
     LedgerInitialised,
+    RecordedEvent,
+    RowKeyBound,
     SigningKeyBound,
 )
+from ledger.core.storage import StreamState
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
 from ledger.keys import access
 from ledger.memory.handlers import MemoryCommands
@@ -34,6 +39,20 @@ from projections.runner import (
     run_together,
 )
 
+ProgressBars = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+"""Makes a progress bar for a long step: its label and total in, a context giving the callback to tick with."""
+
+_SYSTEM = {"agent": "system", "source": "cli"}
+
+
+def _bar(progress: ProgressBars | None, label: str, total: int) -> AbstractContextManager[Callable[[int], None] | None]:
+    return progress(label, total) if progress is not None else contextlib.nullcontext(None)
+
+
+def row_binding(events: Sequence[RecordedEvent]) -> RowKeyBound | None:
+    """The row key the ``ledger`` stream binds (``None`` before it does)."""
+    return next((rec.event for rec in events if isinstance(rec.event, RowKeyBound)), None)
+
 
 class AuditCommands:
     """The log itself: its identity, its chain, its checkpoints and its replays."""
@@ -43,24 +62,47 @@ class AuditCommands:
         self.memory = memory
         self.transparency = transparency
 
-    def initialise(self) -> bool:
-        """Create the schema and record which keys this ledger is bound to. Idempotent.
+    def initialise(self, progress: ProgressBars | None = None) -> bool:
+        """Create the schema, bring an older ledger up to date and record which keys this ledger is bound to.
+        Idempotent.
 
         Returns whether this call created the ledger. A ledger made before signing keys existed is bound to its
-        signing key the first time it is initialised with one.
+        signing key the first time it is initialised with one. A ledger made before row authenticators gets its
+        events authenticated (:meth:`_vouch`) and a ledger whose tree is behind its log gets the missing part,
+        each with a bar from ``progress``.
         """
-        self.kernel.store.create_schema()
+        store = self.kernel.store
+        if store.row_key is None:
+            raise NotInitialised("the ledger's store was opened without its row key", "open it with its key file")
+        store.create_schema()
+        unauthenticated, missing = store.pending_upgrade()
+        if unauthenticated:
+            with _bar(progress, "authenticating events", unauthenticated) as tick:
+                store.authenticate_existing(LEDGER_STREAM, self._vouch, _SYSTEM, tick)
+            _, missing = store.pending_upgrade()
+        if missing:
+            with _bar(progress, "building the tree", missing) as tick:
+                store.build_tree(tick)
         self.kernel.index.create_schema()
         self.kernel.snapshots.create_schema()
         self.transparency.create_schema()
-        system = {"agent": "system", "source": "cli"}
         for _ in range(self.kernel.config.max_conflict_retries):
-            state = self.kernel.store.load_stream(LEDGER_STREAM)
-            receipt_key, signing_key = bindings(state.events)
-            if receipt_key is not None and receipt_key != self.kernel.key.key_id:
+            try:
+                state = store.load_stream(LEDGER_STREAM)
+            except IntegrityViolation as exc:
                 raise Conflict(
-                    f"this ledger was initialised with receipt key {receipt_key}, but the key file holds "
-                    f"{self.kernel.key.key_id}; receipts signed now could not be checked against earlier ones",
+                    f"{exc.message}: the ledger's own events do not authenticate with the key file's row key "
+                    f"{store.row_key.key_id}, so the key file (receipt key {self.kernel.key.key_id}) is not this "
+                    "ledger's, or its database was altered",
+                    "restore the original key file (LEDGER_KEY_FILE / --key-file); `compliance-ledger verify` "
+                    "names an altered event",
+                ) from exc
+            receipt_key, signing_key = bindings(state.events)
+            self._check_receipt_key(receipt_key)
+            row_key = row_binding(state.events)
+            if row_key is not None and row_key.key_id != store.row_key.key_id:
+                raise Conflict(
+                    f"this ledger's events are authenticated by row key {row_key.key_id}, not {store.row_key.key_id}",
                     "restore the original key file (LEDGER_KEY_FILE / --key-file)",
                 )
             if (
@@ -80,19 +122,48 @@ class AuditCommands:
             if signing_key is None and self.kernel.signer is not None:
                 public = self.kernel.signer.public
                 events.append(SigningKeyBound(key_id=public.key_id, public_key=signing.b64url(public.raw)))
+            if row_key is None:
+                events.append(RowKeyBound(key_id=store.row_key.key_id, vouched_through=0))
             if not events:
                 return False
             try:
-                self.kernel.store.append(LEDGER_STREAM, state.version, events, system)
+                store.append(LEDGER_STREAM, state.version, events, _SYSTEM)
             except ConcurrencyError:
                 continue  # another process is initialising too: look again
             return receipt_key is None
         raise Conflict("the ledger stream kept changing while initialising", "run the command again")
 
+    def _check_receipt_key(self, receipt_key: str | None) -> None:
+        if receipt_key is not None and receipt_key != self.kernel.key.key_id:
+            raise Conflict(
+                f"this ledger was initialised with receipt key {receipt_key}, but the key file holds "
+                f"{self.kernel.key.key_id}; receipts signed now could not be checked against earlier ones",
+                "restore the original key file (LEDGER_KEY_FILE / --key-file)",
+            )
+
+    def _vouch(self, state: StreamState, head: int) -> list[DomainEvent]:
+        """Before the events of a ledger from before row authenticators are authenticated (their chain verified):
+        refuse unless the key file is the ledger's and the ledger never had authenticators (a ledger that did and
+        lost their table had it dropped behind its back); record what is vouched for."""
+        self._check_receipt_key(bindings(state.events)[0])
+        bound = row_binding(state.events)
+        if bound is not None:
+            raise IntegrityViolation(
+                f"this ledger's events carry authenticators (row key {bound.key_id} is bound on its ledger stream), "
+                "but their table is gone: it was dropped behind the ledger's back",
+                "restore the database from a backup: the ledger vouches for unauthenticated events only once, when a "
+                "ledger from before authenticators is upgraded",
+            )
+        assert self.kernel.store.row_key is not None
+        return [RowKeyBound(key_id=self.kernel.store.row_key.key_id, vouched_through=head)]
+
     def verify(self, progress: Callable[[int], None] | None = None) -> ChainReport:
         """Recompute the chain (see :meth:`SqlEventStore.verify`) of a ledger that must begin with its
         ``LedgerInitialised`` event: a log rebuilt without it, or emptied, is not this ledger's log."""
-        first = self.kernel.store.get(1)
+        try:
+            first = self.kernel.store.get(1)
+        except IntegrityViolation as exc:
+            return ChainReport(False, 0, 0, exc.position, exc.message)
         if first is None or first.type != LedgerInitialised.type_name:
             found = "nothing (the table is empty)" if first is None else f"a {first.type} event"
             return ChainReport(
@@ -119,6 +190,8 @@ class AuditCommands:
     def checkpoint(self) -> checkpoints.Checkpoint:
         """Sign the current head of the log."""
         position, head_hash = self.kernel.store.head()
+        if position:
+            self.kernel.store.get(position)  # a head the ledger did not write is never signed (IntegrityViolation)
         return checkpoints.sign(
             self.kernel.require_signer(), position=position, head_hash=head_hash, now=self.kernel.clock()
         )
@@ -138,9 +211,13 @@ class AuditCommands:
             elif not cp.signed_by(public):
                 problem = "the signature does not match: the checkpoint is forged or was altered"
             else:
-                problem = checkpoints.held_by(
-                    cp, self.kernel.store.get(cp.position) if cp.position <= head else None, head
-                )
+                try:
+                    record = self.kernel.store.get(cp.position) if cp.position <= head else None
+                    problem = checkpoints.held_by(cp, record, head)
+                except IntegrityViolation as exc:
+                    problem = (
+                        f"{exc.message}, where the checkpoint signed position {cp.position}: the log was rewritten"
+                    )
             findings.append(CheckpointFinding(source.where, cp, problem))
         return findings
 
@@ -192,7 +269,7 @@ class AuditCommands:
             runner=runner,
             moment=moment,
             position=runner.position if until is None else until,
-            texts=self.memory.block_texts,
+            sources=self.memory.block_sources,
             idle_timeout=self.kernel.config.idle_timeout,
         )
 
@@ -201,6 +278,11 @@ class AuditCommands:
         replay = self.replay(as_of=as_of)
         spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
         return active_hours_of(ActiveTime(spans), replay.moment, self.kernel.config.idle_timeout)
+
+    def rebuild_tree(self, progress: Callable[[int], None] | None = None) -> int:
+        """Check the chain and every authenticator, then drop the transparency-log tree and build it again from
+        the log (see :meth:`SqlEventStore.rebuild_tree`); return its leaves."""
+        return self.kernel.store.rebuild_tree(progress)
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None, embeddings: bool = True) -> int:
         """Drop the derived search index (and, with ``embeddings``, the embedding index) and rebuild it from the

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ledger.audit import checkpoints
 from ledger.core.errors import NotFound
-from ledger.memory.reads import score_one, stats_of
+from ledger.memory.reads import BlockSource, score_one, stats_of
 from ledger.memory.report import BlockOut, MemoryStats
 from ledger.sessions.report import AgentReport, SessionState
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock
@@ -37,7 +37,7 @@ class Replay:
     runner: ProjectionRunner
     moment: _dt.datetime
     position: int
-    texts: Callable[[Sequence[BlockView]], Mapping[str, str]]  # blocks' texts, read from the log
+    sources: Callable[[Sequence[BlockView]], Mapping[str, BlockSource]]  # blocks' texts and provenance, from the log
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT
 
     def sessions(self) -> list[SessionState]:
@@ -60,4 +60,4 @@ class Replay:
         block = graph.blocks.get(block_id)
         if block is None:
             raise NotFound(f"block {block_id} does not exist at that point", "check the id and the time")
-        return BlockOut.of(score_one(graph, self.active_clock(), block), self.texts([block])[block_id])
+        return BlockOut.of(score_one(graph, self.active_clock(), block), *self.sources([block])[block_id])

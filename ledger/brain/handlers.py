@@ -105,12 +105,13 @@ class BrainCommands:
                     ThoughtSource(
                         thought_id=hit.block_id,
                         content=hit.content,
-                        contributor=traffic.contributors.get(hit.block_id),
-                        context=traffic.provenance.get(hit.block_id),
+                        contributor=hit.provenance.agent,
+                        context=hit.provenance.context,
                         tags=hit.tags,
                         score=hit.score,
                         retrievals=t.retrievals,
                         highway=t.is_highway,
+                        provenance=hit.provenance,
                     )
                 )
             highways = [

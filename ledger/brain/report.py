@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ledger.brain import decisions as brain
+from ledger.sessions.report import Provenance
 
 Contribution = Literal["stored", "duplicate", "not_stored"]
 
@@ -17,14 +18,18 @@ class ThoughtSource(BaseModel):
 
     thought_id: str
     content: str
-    contributor: str | None = Field(None, description="the agent that stored the thought (None: before any agent)")
+    contributor: str | None = Field(
+        None, description="the agent that stored the thought (None: before any agent); provenance.agent"
+    )
     context: str | None = Field(
-        None, description="provenance: what the contributor was working on when it stored the thought (if it said)"
+        None,
+        description="what the contributor was working on when it stored the thought (if it said); provenance.context",
     )
     tags: list[str]
     score: float
     retrievals: int = Field(description="how often searches have returned this thought, this one included")
     highway: bool
+    provenance: Provenance = Field(description="where the thought came from, as every read of a memory block says")
 
 
 class Highway(BaseModel):

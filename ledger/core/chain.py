@@ -66,6 +66,34 @@ def record_hash(
     ).hexdigest()
 
 
+def _q(text: str) -> str:
+    """``json.dumps(text, ensure_ascii=False)`` for the printable strings without a quote or a backslash that rows
+    hold (streams, types, times, hashes), without calling it: those it quotes as they are."""
+    return f'"{text}"' if text.isprintable() and '"' not in text and "\\" not in text else _s(text)
+
+
+def row_hash(
+    position: int,
+    stream: str,
+    version: int,
+    type: str,
+    schema_version: int,
+    data_json: str,
+    meta_json: str,
+    recorded_at: str,
+    prev_hash: str,
+) -> str:
+    """:func:`record_hash` of a row read back, in the columns' order, for every read that checks a row's content
+    against its hash: the plain-ASCII strings (streams, types, times, hashes) are quoted without ``json.dumps``."""
+    return hashlib.sha256(
+        (
+            f'{{"data":{data_json},"meta":{meta_json},"position":{position},"prev_hash":{_q(prev_hash)},'
+            f'"recorded_at":{_q(recorded_at)},"schema_version":{schema_version},"stream":{_q(stream)},'
+            f'"type":{_q(type)},"version":{version}}}'
+        ).encode()
+    ).hexdigest()
+
+
 Row = tuple[int, str, int, str, int, str, str, str, str, str]
 
 

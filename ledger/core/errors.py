@@ -103,3 +103,16 @@ class StoreRefused(StoreUnavailable):
 
     code = "store_refused"
     status = 503
+
+
+class IntegrityViolation(LedgerError):
+    """The log holds something the ledger did not write: a row whose authenticator is missing or wrong, or a
+    transparency-log tree that does not match the log. Nothing is decided on it and nothing is chained after it
+    (every gate fails closed); ``position`` names the first bad event when there is one."""
+
+    code = "integrity_violation"
+    status = 500
+
+    def __init__(self, message: str, hint: str = "", position: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.position = position

@@ -68,12 +68,14 @@ def decode(record: StoredRecord) -> RecordedEvent:
         record.data_json,
         record.meta_json,
         record.recorded_at,
+        record.prev_hash,
         record.hash,
     )
 
 
-ROW_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, hash"
-"""The columns :func:`decode_row` takes, in its order (a stored record without ``prev_hash``)."""
+ROW_COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+"""The columns :func:`decode_row` takes, in its order: a stored record's (every hashed column and the hash, so a
+read can check the row against its hash)."""
 
 
 def decode_row(
@@ -85,9 +87,12 @@ def decode_row(
     data_json: str,
     meta_json: str,
     recorded_at: str,
+    prev_hash: str,
     hash: str,
+    _checked: object = None,
 ) -> RecordedEvent:
-    """:func:`decode` from the columns of a row (:data:`ROW_COLUMNS`), for reads that need no record."""
+    """:func:`decode` from the columns of a row (:data:`ROW_COLUMNS`), for reads that need no record;
+    ``_checked``: a last column the read already checked (the row's authenticator), ignored."""
     validate = _CURRENT.get((type_name, schema_version))
     event = validate(data_json) if validate is not None else from_payload_json(type_name, schema_version, data_json)
     # RecordedEvent(...) without the frozen ``__init__``'s seven ``object.__setattr__`` calls (about 5% of a

@@ -19,6 +19,7 @@ from ledger.keys import access
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
+from ledger.memory.reads import BlockSource
 from ledger.memory.report import (
     BlockOut,
     CurateResult,
@@ -210,15 +211,22 @@ class MemoryCommands(MemoryRevisions):
                 else:  # every live block competes: scored by column, views built for the pool only
                     columns = BlockColumns(graph)
                     ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(None))
-                    ranked, count = ranking.best(top_k * rc.CANDIDATES_PER_SLOT), len(ranking)
+                    # The frame's guaranteed blocks (the task frame's goals) compete however low they rank, and as
+                    # many more of the others as there are of them: the pool (rc.pool_of) takes top_k × 4 blocks that
+                    # are not guaranteed, besides the reserved ones, whatever ranks among the best.
+                    must = {b.block_id for tag in spec.guarantees for b in graph.live_blocks(tag)}
+                    ranked = ranking.best(top_k * rc.CANDIDATES_PER_SLOT + len(must), must)
+                    count = len(ranking)
                 memory_version = graph.version
-            texts: dict[str, str] = {}
+            sources: dict[str, BlockSource] = {}  # the pool's texts and provenance, read once
 
             def text_of(blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
-                texts.update(self.block_texts(blocks))
-                return texts
+                sources.update(self.block_sources(blocks))
+                return {block_id: found.content for block_id, found in sources.items()}
 
             shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
+            shown_ids = [s.scored.block.block_id for s in shown.shown]
+            relevant = self.kernel.index.relevant(hits) if hits is not None else set()
             ttl = self.kernel.config.token_ttl
             expires = (
                 self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
@@ -228,11 +236,12 @@ class MemoryCommands(MemoryRevisions):
                 query=query,
                 frame=spec.name,
                 top_k=top_k,
-                block_ids=[s.scored.block.block_id for s in shown.shown],
+                block_ids=shown_ids,
                 guaranteed_ids=[s.scored.block.block_id for s in shown.shown if s.guaranteed],
                 tokens=shown.tokens,
                 active_hours=round(clock.now, 6),
                 token_expires_at=expires,
+                relevant_ids=None if hits is None else [b for b in shown_ids if b in relevant],
             )
             if session is not None:
                 [rec], _ = self.grants.append(actor, session, [event])
@@ -248,7 +257,7 @@ class MemoryCommands(MemoryRevisions):
                     RecalledBlock(
                         **BlockOut.of(
                             s.scored,
-                            texts[s.scored.block.block_id],
+                            *sources[s.scored.block.block_id],
                             *signals.get(s.scored.block.block_id, (None, None)),
                         ).model_dump(),
                         guaranteed=s.guaranteed,
@@ -258,6 +267,7 @@ class MemoryCommands(MemoryRevisions):
                 ],
                 dropped=[DroppedBlock(block_id=b, reason=r) for b, r in shown.dropped],
                 dropped_beyond_pool=shown.beyond_pool,
+                relevant=None if hits is None else len(event.relevant_ids or []),
                 active_hours=event.active_hours,
                 session_id=session_id,
                 token_expires_at=event.token_expires_at,

@@ -7,6 +7,7 @@ import contextlib
 import datetime as _dt
 import threading
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
 from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryRemembered, RecordedEvent
@@ -22,6 +23,7 @@ from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
 from projections.embedder import SemanticUnavailable
 from projections.memory import MemoryGraph, tags_match
+from projections.provenance import Origin, origin_of
 from projections.query_analysis import query_terms
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
 
@@ -48,6 +50,13 @@ def _consolidated(rec: RecordedEvent) -> tuple[str, ...]:
     if isinstance(e, ContradictionFlagged):
         return (e.block_id, e.contradicts)
     return ()
+
+
+class BlockSource(NamedTuple):
+    """A block's text and provenance, as its ``MemoryRemembered`` recorded them."""
+
+    content: str
+    origin: Origin
 
 
 def _memory_runner() -> ProjectionRunner:
@@ -133,13 +142,13 @@ class MemoryReads:
             ]
             ranking = Ranking(graph, clock, decay.ATTENTION_WEIGHTS, c, chosen)
             page = ranking.best(limit)
-        texts = self.block_texts([s.block for s in page])
+        sources = self.block_sources([s.block for s in page])
         return BlockList(
             as_of=moment,
             position=until,
             active_hours=round(clock.now, 6),
             count=len(ranking),
-            blocks=[BlockOut.of(s, texts[s.block.block_id]) for s in page],
+            blocks=[BlockOut.of(s, *sources[s.block.block_id]) for s in page],
         )
 
     def memory_block(
@@ -170,9 +179,9 @@ class MemoryReads:
             for rec in self.kernel.store.iter_events(0, until, types=list(MEMORY_EVENT_TYPES))
             if block_id in memory_proj.block_ids_of(rec) or block_id in _consolidated(rec)
         ]
-        texts = self.block_texts([scored.block])
+        sources = self.block_sources([scored.block])
         return BlockDetail(
-            block=BlockOut.of(scored, texts[block_id]),
+            block=BlockOut.of(scored, *sources[block_id]),
             history=history,
             neighbours=neighbours,
             as_of=moment,
@@ -185,27 +194,29 @@ class MemoryReads:
         query = memory.check_query(query)
         limit = memory.check_limit(limit)
         hits = self.kernel.index.search(query, limit)
-        return LookupResult(
-            query=query,
-            results=[SearchHit(block_id=h.block_id, content=h.content, tags=h.tags, score=h.score) for h in hits],
-            count=len(hits),
-        )
+        return LookupResult(query=query, results=[SearchHit.of(h) for h in hits], count=len(hits))
 
-    def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
-        """The texts of ``blocks`` by id, read from the log (each block's ``MemoryRemembered``): the graph keeps
-        only what scoring needs. A text missing from the log fails closed: the log is damaged."""
+    def block_sources(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, BlockSource]:
+        """The texts and provenance of ``blocks`` by id, read from the log (each block's ``MemoryRemembered`` and
+        its metadata): the graph keeps only what scoring needs. A text missing from the log fails closed: the log
+        is damaged."""
         records = self.kernel.store.records_at([b.origin for b in blocks])
-        texts: dict[str, str] = {}
+        found: dict[str, BlockSource] = {}
         for b in blocks:
             record = records.get(b.origin)
-            event = decode(record).event if record is not None else None
-            if not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
+            recorded = decode(record) if record is not None else None
+            event = recorded.event if recorded is not None else None
+            if recorded is None or not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
                 raise StoreUnavailable(
                     f"the text of block {b.block_id} is not at position {b.origin} of the log",
                     "run `compliance-ledger verify`: the log does not match what was folded from it",
                 )
-            texts[b.block_id] = event.content
-        return texts
+            found[b.block_id] = BlockSource(event.content, origin_of(b.origin, recorded.meta, event))
+        return found
+
+    def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
+        """The texts of ``blocks`` by id (:meth:`block_sources` without the provenance)."""
+        return {block_id: found.content for block_id, found in self.block_sources(blocks).items()}
 
     def _consolidation(self, block_id: str, content: str) -> tuple[consolidation.Verdict, consolidation.Method]:
         """Link, flag or store ``content`` (the block ``block_id`` it would be), against its nearest live blocks:

@@ -143,23 +143,54 @@ def reserved_slots(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> lis
     return guaranteed[:limit]
 
 
+def _split(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> tuple[list[Scored], list[Scored], list[Scored]]:
+    """The reserved candidates, the others (not guaranteed) and the surplus (guaranteed, beyond the reserved
+    slots), the last two in rank order."""
+    reserved = reserved_slots(ranked, spec, top_k)
+    taken = {s.block.block_id for s in reserved}
+    others = [s for s in ranked if not is_guaranteed(s.block, spec)]
+    surplus = [s for s in ranked if is_guaranteed(s.block, spec) and s.block.block_id not in taken]
+    return reserved, others, surplus
+
+
+def pool_of(ranked: Sequence[Scored], spec: FrameSpec, top_k: int) -> list[Scored]:
+    """The ``top_k × 4`` candidates a recall chooses from, in rank order: the reserved ones, then the best of the
+    others; surplus guaranteed blocks only where the others leave room (see :func:`enforce_guarantees`), so the
+    rest of the constitution never pushes the agent's own values out of the pool."""
+    size = top_k * CANDIDATES_PER_SLOT
+    reserved, others, surplus = _split(ranked, spec, top_k)
+    room = max(0, size - len(reserved))
+    keep = {s.block.block_id for s in [*reserved, *others[:room], *surplus[: max(0, room - len(others))]]}
+    return [s for s in ranked if s.block.block_id in keep]
+
+
 def enforce_guarantees(
     ranked: Sequence[Scored], spec: FrameSpec, top_k: int, similarity: Similarity | None = None
 ) -> list[Scored]:
-    """Reserved slots first (:func:`reserved_slots`); every other candidate, guaranteed or not, competes for the
-    remaining slots: by maximal marginal relevance against what is chosen when ``similarity`` is given, else by
-    score. The competitors that win are listed best score first. Nothing is added that was not a candidate."""
-    reserved = reserved_slots(ranked, spec, top_k)
-    taken = {s.block.block_id for s in reserved}
-    rest = [s for s in ranked if s.block.block_id not in taken]
+    """Reserved slots first (:func:`reserved_slots`), then the candidates that are not guaranteed compete for
+    the remaining slots: by maximal marginal relevance against what is chosen when ``similarity`` is given, else
+    by score; the winners are listed best score first. Guaranteed blocks beyond the reserved slots (in the self
+    frame, the rest of the constitution) fill only the slots left when no other candidate is: seed 002 guarantees
+    the one or two most relevant constitutional blocks and gives the remaining slots to the agent's own
+    knowledge. They come last, so a tight token budget drops them first. Nothing is added that was not a
+    candidate."""
+    reserved, others, surplus = _split(ranked, spec, top_k)
     room = max(0, top_k - len(reserved))
+    winners = _compete(others, room, reserved, similarity)
+    fallback = _compete(surplus, room - len(winners), [*reserved, *winners], similarity)
+    return [*reserved, *winners, *fallback]
+
+
+def _compete(
+    rest: Sequence[Scored], room: int, chosen: Sequence[Scored], similarity: Similarity | None
+) -> list[Scored]:
+    """Up to ``room`` of ``rest`` (in rank order), by MMR against ``chosen`` when ``similarity`` is given."""
+    if room <= 0:
+        return []
     if similarity is None or len(rest) <= room:  # nothing to choose between: every candidate gets a slot
-        winners = rest[:room]
-    else:
-        picked = mmr(rest, _relevance, _block_id, similarity, room, chosen=reserved)
-        won = {s.block.block_id for s in picked}
-        winners = [s for s in rest if s.block.block_id in won]
-    return [*reserved, *winners]
+        return list(rest[:room])
+    won = {s.block.block_id for s in mmr(rest, _relevance, _block_id, similarity, room, chosen=chosen)}
+    return [s for s in rest if s.block.block_id in won]
 
 
 def _relevance(s: Scored) -> float:
@@ -223,11 +254,13 @@ def recollect(
     does not fit. If not even the first block fits, its content is cut to fit (marked ``[…]``), so the text never
     exceeds the budget and the agent still gets the best block.
 
-    ``ranked`` needs to hold only the best ``top_k × 4`` of the ``candidates`` ranked (default: all are in it).
-    The pool's blocks not shown are listed as dropped (``top_k`` or ``token_budget``); the candidates below the
-    pool never competed and are only counted (``beyond_pool``), so the answer does not grow with the ledger.
+    ``ranked`` needs to hold only the best ``top_k × 4`` of the ``candidates`` ranked (default: all are in it),
+    and for a frame with guarantees the guaranteed candidates as well (the self frame passes every self block),
+    from which :func:`pool_of` takes the pool. The pool's blocks not shown are listed as dropped (``top_k`` or
+    ``token_budget``); the candidates below the pool never competed and are only counted (``beyond_pool``), so
+    the answer does not grow with the ledger.
     """
-    pool = list(ranked[: top_k * CANDIDATES_PER_SLOT])
+    pool = pool_of(ranked, spec, top_k)
     beyond = (len(ranked) if candidates is None else candidates) - len(pool)
     if beyond < 0:
         raise ValueError(f"{len(pool)} ranked blocks are more than the {candidates} candidates")

@@ -9,7 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ledger.memory.scoring import Scored
-from ledger.sessions.report import SearchHit
+from ledger.sessions.report import Provenance, SearchHit
+from projections.provenance import Origin
 
 
 class RememberResult(BaseModel):
@@ -97,9 +98,12 @@ class BlockOut(BaseModel):
     archived_at: _dt.datetime | None
     superseded_by: str | None = None
     score: ScoreParts
+    provenance: Provenance
 
     @classmethod
-    def of(cls, s: Scored, content: str, bm25: float | None = None, cosine: float | None = None) -> BlockOut:
+    def of(
+        cls, s: Scored, content: str, origin: Origin, bm25: float | None = None, cosine: float | None = None
+    ) -> BlockOut:
         b = s.block
         return cls(
             block_id=b.block_id,
@@ -116,6 +120,7 @@ class BlockOut(BaseModel):
             archived_at=b.archived_at,
             superseded_by=b.superseded_by,
             score=ScoreParts.of(s, bm25, cosine),
+            provenance=Provenance.of(origin),
         )
 
 
@@ -149,6 +154,11 @@ class RecallResult(BaseModel):
         description="how many more candidates ranked below the pool and never competed for a slot (without a "
         "query: every other live block of the frame); counted, not listed, so the answer does not grow with the "
         "ledger"
+    )
+    relevant: int | None = Field(
+        None,
+        description="with a query: how many blocks shown are relevant to it (a match of every content word, or "
+        "close enough in meaning: the search's similarity floor); the compliance token counts only these",
     )
     active_hours: float
     session_id: str | None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -169,8 +169,14 @@ class Ranking:
         )
         return Scored(block, breakdown, self.since[j], self.degrees[j])
 
-    def best(self, n: int) -> list[Scored]:
-        """The ``n`` best, best first (ties by block id): ``score_blocks(...)[:n]``."""
+    def best(self, n: int, also: Collection[str] = ()) -> list[Scored]:
+        """The ``n`` best, best first (ties by block id): ``score_blocks(...)[:n]``; with the blocks named in
+        ``also`` among them wherever they rank (a frame's guaranteed blocks, which compete for their reserved slots
+        however low they score)."""
         ids, rows, totals = self.columns.ids, self.rows, self.totals
         order = heapq.nsmallest(n, range(len(rows)), key=lambda j: (-totals[j], ids[rows[j]]))
+        if also:
+            chosen = set(order)
+            order += [j for j, i in enumerate(rows) if ids[i] in also and j not in chosen]
+            order.sort(key=lambda j: (-totals[j], ids[rows[j]]))
         return [self.scored(j) for j in order]

@@ -134,17 +134,7 @@ class SessionCommands:
             )
             self.grants.append(actor, session, events)
             return SearchResult(
-                results=[
-                    SearchHit(
-                        block_id=h.block_id,
-                        content=h.content,
-                        tags=h.tags,
-                        score=round(h.score, 6),
-                        bm25=_rounded(h.bm25),
-                        cosine=_rounded(h.cosine),
-                    )
-                    for h in hits
-                ],
+                results=[SearchHit.of(h) for h in hits],
                 count=len(hits),
                 session_id=session_id,
                 token_expires_at=events[0].token_expires_at,
@@ -272,7 +262,3 @@ class SessionCommands:
             )
             hourly = dict(self._hourly.state(COMPLIANCE_HOURLY.name))
         return series.compliance_series(self.kernel, hourly, start, end, bucket, agent, viewer)
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)

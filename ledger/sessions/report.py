@@ -8,8 +8,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ledger.core.errors import StoreUnavailable
 from ledger.hooks.report import StopHookCounts
 from projections.compliance import AgentCompliance
+from projections.provenance import Origin
+from projections.search_ranking import Hit
 from projections.sessions import SessionView, TokenStatus
 
 
@@ -112,6 +115,24 @@ class SessionState(SessionInfo):
         )
 
 
+class Provenance(BaseModel):
+    """Where a memory block came from, as the ledger recorded it when the block was stored (its
+    ``MemoryRemembered`` event and that event's metadata), never what a caller claims: the same object on every
+    read that returns a block (search, lookup, recall, block listings and details, brain sources), MCP and REST."""
+
+    context: str | None = Field(
+        description="what the contributor said it was working on when it stored the block (a brain thought's "
+        "context); null when it said nothing"
+    )
+    agent: str | None = Field(description="the agent the block was stored for, from its credential")
+    session_id: str | None = Field(description="the session the block was stored in; null when stored outside one")
+    position: int = Field(description="the log position of the MemoryRemembered event that stored the block")
+
+    @classmethod
+    def of(cls, origin: Origin) -> Provenance:
+        return cls(context=origin.context, agent=origin.agent, session_id=origin.session_id, position=origin.position)
+
+
 class SearchHit(BaseModel):
     block_id: str
     content: str
@@ -129,6 +150,29 @@ class SearchHit(BaseModel):
         description="the embedding cosine with the query; null when search "
         "is BM25 alone (no [semantic] extra, or LEDGER_SEMANTIC=false)",
     )
+    provenance: Provenance
+
+    @classmethod
+    def of(cls, hit: Hit) -> SearchHit:
+        """A ranked hit as answered; a hit without its provenance means the index lost it: fail closed."""
+        if hit.origin is None:
+            raise StoreUnavailable(
+                f"the search index holds no provenance for block {hit.block_id}",
+                "run `compliance-ledger replay`, which rebuilds the index from the log",
+            )
+        return cls(
+            block_id=hit.block_id,
+            content=hit.content,
+            tags=hit.tags,
+            score=round(hit.score, 6),
+            bm25=_rounded(hit.bm25),
+            cosine=_rounded(hit.cosine),
+            provenance=Provenance.of(hit.origin),
+        )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 class SearchResult(BaseModel):

@@ -14,13 +14,14 @@ MEMORY = "## Memory (scripts/bench_memory.py)"
 ENFORCEMENT = "## Parameter enforcement (scripts/bench_enforcement.py)"
 SERVE = "## Serve under concurrent clients (scripts/bench_serve.py)"
 WRITERS = "## Concurrent writers (scripts/bench_writers.py)"
+TLOG = "## Transparency-log tree and row authenticators (scripts/bench_writers.py --tlog)"
 RSS = "## Serve memory on a large ledger (scripts/bench_rss.py)"
 COLDSTART = "## Cold start (scripts/bench_coldstart.py)"
 STARTUP = "## Start-up (scripts/bench_startup.py)"
 RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
 UI = "## Dashboard page load (scripts/bench_ui.py)"
 RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
-SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, RSS, COLDSTART, STARTUP, RETRIEVAL, UI, RECALL_FRAMES)
+SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, TLOG, RSS, COLDSTART, STARTUP, RETRIEVAL, UI, RECALL_FRAMES)
 
 
 def find_heading(doc: str, heading: str) -> int:

@@ -19,7 +19,7 @@ from ledger.core.canonical import format_ts
 from ledger.core.chain import GENESIS_HASH
 from ledger.core.mapper import encode, encode_meta
 from ledger.core.storage import SqlEventStore, make_engine, normalise_url
-from ledger_bench.fixtures import AGENT, INSERT, LAST, PG_URL, Sizes, console, search_event
+from ledger_bench.fixtures import AGENT, INSERT, LAST, PG_URL, ROW_KEY, Sizes, console, search_event
 from ledger_bench.report import Report, Row
 
 
@@ -138,15 +138,16 @@ def bench_pg(sizes: Sizes, report: Report) -> None:
     rounds = 3
     slice_s = sizes.pg_seconds / rounds
     try:
-        store = SqlEventStore(make_engine(pg_schema_url(schemas["ours"])))
+        store = SqlEventStore(make_engine(pg_schema_url(schemas["ours"])), row_key=ROW_KEY)
         engines.append(store.engine)
         store.create_schema()
         store_pre_ping = bool(getattr(store.engine.pool, "_pre_ping", False))
-        raw_setup = SqlEventStore(make_engine(pg_schema_url(schemas["raw"])))
+        raw_setup = SqlEventStore(make_engine(pg_schema_url(schemas["raw"])), row_key=ROW_KEY)
         engines.append(raw_setup.engine)
         raw_setup.create_schema()
         no_ping = SqlEventStore(
-            sa.create_engine(normalise_url(pg_schema_url(schemas["ours"])), connect_args={"connect_timeout": 5})
+            sa.create_engine(normalise_url(pg_schema_url(schemas["ours"])), connect_args={"connect_timeout": 5}),
+            row_key=ROW_KEY,
         )
         engines.append(no_ping.engine)
         expires = _dt.datetime.now(_dt.UTC) + _dt.timedelta(minutes=30)

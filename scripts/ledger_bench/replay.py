@@ -82,7 +82,7 @@ def bench_replay(tmp: Path, sizes: Sizes, report: Report) -> None:
     console.log("  breakdown: read / decode / fold per projection, and a profile of a 20k-event prefix")
 
     def pages() -> Any:
-        return store._pages(ROW_COLUMNS, 0, None, None, None, None, 5000)
+        return store._pages(ROW_COLUMNS, 0, None, None, None, None, 5000, hash_at=9, content=True)  # rows checked
 
     start = time.perf_counter()
     for _ in pages():

@@ -123,8 +123,10 @@ def fill(ledger: Ledger, corpus: Corpus, count: int, seen: set[str], progress: C
 
     ``SqlEventStore.append`` writes one stream per call (one fsync each), so this writes ``FILL_BATCH`` blocks
     per transaction through the store's own ``write_transaction``, ``encode`` and ``chain_rows`` (the same
-    hash chain ``append`` builds; ``synchronous`` stays FULL). Every stream is new (version 1), so the
-    per-stream version check that ``append`` makes could not fail; ``store.verify()`` checks the chain after.
+    hash chain ``append`` builds; ``synchronous`` stays FULL), with each row's authenticator and its leaves in the
+    transparency-log tree written in the same transaction as ``append`` writes them (the store's ``_seal``).
+    Every stream is new (version 1), so the per-stream version check that ``append`` makes could not fail;
+    ``store.verify()`` checks the chain, the authenticators and the tree after.
     """
     store = ledger.store
     meta_json = encode_meta({"agent": AGENT, "source": "cli"})
@@ -134,6 +136,7 @@ def fill(ledger: Ledger, corpus: Corpus, count: int, seen: set[str], progress: C
         with store.write_transaction() as cur:
             cur.execute(HEAD)
             position, prev_hash, last_at = cur.fetchone()
+            tree = store._compact(cur, position)
             recorded_at = max(format_ts(ledger.clock()), last_at)
             rows = []
             for _ in range(todo):
@@ -156,6 +159,8 @@ def fill(ledger: Ledger, corpus: Corpus, count: int, seen: set[str], progress: C
                 rows.append(row)
                 position, prev_hash = row[0], row[9]
             cur.executemany(INSERT, rows)
+            store._seal(cur, tree, rows)
+        store._forget_head()
         written += todo
         progress(todo)
     return written

@@ -13,7 +13,7 @@ from benchkit.stats import median, percentile
 from benchkit.timing import rotated
 
 from ledger.core.storage import SqlEventStore, make_engine
-from writers_bench.threads import GroupCount, TransactionTimes, run_writers
+from writers_bench.threads import ROW_KEY, GroupCount, TransactionTimes, run_writers
 
 
 def process_worker(start: Any, stop: Any, conn: multiprocessing.connection.Connection) -> None:
@@ -25,7 +25,7 @@ def process_worker(start: Any, stop: Any, conn: multiprocessing.connection.Conne
             conn.close()
             return
         url, fair, threads = message
-        store = SqlEventStore(make_engine(url), _fair_lock=fair)
+        store = SqlEventStore(make_engine(url), _fair_lock=fair, row_key=ROW_KEY)
         transactions, groups = TransactionTimes(store), GroupCount(store)
         busy = [0] * threads
         try:
@@ -95,7 +95,7 @@ def measure_processes(tmp: Path, seconds: float, rounds: int) -> dict[tuple[bool
     urls = {}
     for fair in (True, False):
         url = f"sqlite:///{tmp / ('processes-fair.db' if fair else 'processes-busy.db')}"
-        store = SqlEventStore(make_engine(url))
+        store = SqlEventStore(make_engine(url), row_key=ROW_KEY)
         store.create_schema()
         store.dispose()
         urls[fair] = url

@@ -16,10 +16,11 @@ from benchkit.stats import median, percentile
 
 from ledger.core.errors import StoreBusy
 from ledger.core.events import MemorySearched, SessionStarted
-from ledger.core.storage import MAX_GROUP, SqlEventStore, make_engine
+from ledger.core.storage import MAX_GROUP, RowKey, SqlEventStore, make_engine
 
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 META = {"agent": "bench", "source": "cli"}
+ROW_KEY = RowKey(b"bench-row-key".ljust(32, b"."))  # one key for every store and process of a run
 
 
 def run_writers(
@@ -106,9 +107,12 @@ def pg_schema_url(schema: str) -> str:
     return f"{PG_URL}{'&' if '?' in PG_URL else '?'}options=-csearch_path%3D{schema}"
 
 
-def open_store(backend: str, tmp: Path, group_limit: int) -> tuple[SqlEventStore, str | None]:
+def open_store(
+    backend: str, tmp: Path, group_limit: int, *, tlog: bool = True, name: str = ""
+) -> tuple[SqlEventStore, str | None]:
+    """A store with a fresh schema; ``tlog=False`` (benchmarks only) appends without the tree and authenticators."""
     if backend == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp / f'writers-{group_limit}.db'}")
+        engine = make_engine(f"sqlite:///{tmp / f'writers-{group_limit}{name}.db'}")
         schema = None
     else:
         import psycopg
@@ -117,7 +121,7 @@ def open_store(backend: str, tmp: Path, group_limit: int) -> tuple[SqlEventStore
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {schema}")
         engine = make_engine(pg_schema_url(schema))
-    store = SqlEventStore(engine, group_limit=group_limit)
+    store = SqlEventStore(engine, group_limit=group_limit, row_key=ROW_KEY, _tlog=tlog)
     store.create_schema()
     return store, schema
 

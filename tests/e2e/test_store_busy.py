@@ -29,7 +29,7 @@ AGENT = Actor(agent="local", source="rest")
 @contextmanager
 def append_lock_held(url: str) -> Iterator[None]:
     """Hold the ledger's append lock from another connection (an open write transaction) until the block ends."""
-    holder = SqlEventStore(make_engine(url))
+    holder = SqlEventStore(make_engine(url), row_key=None)
     try:
         with holder.write_transaction():
             yield

@@ -41,7 +41,7 @@ def test_verify_passes_on_an_intact_chain_and_names_the_first_altered_position(
     for i in range(5):
         ledger.remember(WHO, f"memory number {i}", [], sid)
     ok = cli(tmp_path, db_url, "verify")
-    victim = 4
+    victim = next(r.position for r in ledger.store.iter_records() if r.type == "MemoryRemembered")
     with ledger.store.engine.begin() as conn:
         if ledger.store.dialect == "sqlite":
             conn.exec_driver_sql("DROP TRIGGER events_reject_update")

@@ -23,6 +23,7 @@ from ledger.core.errors import ConcurrencyError, StoreBusy
 from ledger.core.limits import Timeouts
 from ledger.core.storage import SqlEventStore, _write_lock_path, make_engine
 from tests.integration.test_store_contract import META, count_rows, install_insert_trigger, searched, started
+from tests.store_support import TEST_ROW_KEY
 
 READY_WAIT = 120.0  # a readiness bound for a loaded machine, not a timing expectation
 PROCESSES, THREADS, APPENDS = 4, 3, 10
@@ -35,7 +36,7 @@ def db_file(tmp_path: Path) -> Path:
 
 def open_store(db_file: Path, lock_seconds: float = 5.0) -> SqlEventStore:
     timeouts = Timeouts(lock=lock_seconds)
-    store = SqlEventStore(make_engine(str(db_file), timeouts), timeouts=timeouts)
+    store = SqlEventStore(make_engine(str(db_file), timeouts), timeouts=timeouts, row_key=TEST_ROW_KEY)
     store.create_schema()
     return store
 
@@ -143,7 +144,7 @@ def test_the_lock_is_released_after_a_lost_race_a_refused_row_and_a_failed_trans
 
 
 def test_a_store_on_postgresql_takes_no_lock_file(pg_url: str) -> None:
-    store = SqlEventStore(make_engine(pg_url))
+    store = SqlEventStore(make_engine(pg_url), row_key=None)
     assert store._write_lock is None
 
 
@@ -154,9 +155,10 @@ def writer_process(url: str, tag: str, barrier: Any, conn: multiprocessing.conne
     from ledger.core.limits import Timeouts
     from ledger.core.storage import SqlEventStore, make_engine
     from tests.integration.test_store_contract import META, searched, started
+    from tests.store_support import TEST_ROW_KEY
 
     timeouts = Timeouts()  # the default lock timeout
-    store = SqlEventStore(make_engine(url, timeouts), timeouts=timeouts)
+    store = SqlEventStore(make_engine(url, timeouts), timeouts=timeouts, row_key=TEST_ROW_KEY)
     store.head()  # connect before the start, so every process starts on equal terms
     counts = {"own": 0, "shared": 0, "lost": 0}
     errors: list[str] = []

@@ -277,3 +277,17 @@ def test_a_large_backlog_is_embedded_in_the_background_while_searches_go_on(
     inline = EmbeddingIndex(ledger.store, loaded.embedder)  # nothing waits now: no thread is started
     inline.nearest(query, 1)
     assert inline._background is None
+
+
+def test_a_block_only_the_embeddings_found_carries_its_provenance_read_from_the_log(hybrid: Ledger) -> None:
+    """Issue 23: its text and provenance come from its MemoryRemembered (by position), like a full-text hit's."""
+    sid = hybrid.clock_in(ELF, "dev").session_id
+    [hit] = hybrid.search(ELF, sid, PARAPHRASE, 1).results
+    [rec] = [r for r in hybrid.store.iter_events(types=["MemoryRemembered"]) if r.event.block_id == hit.block_id]  # type: ignore[attr-defined]
+    assert hit.bm25 is None and hit.content.startswith("Sleep at least eight hours")
+    assert hit.provenance.model_dump() == {
+        "context": None,
+        "agent": "elf",
+        "session_id": None,
+        "position": rec.position,
+    }

@@ -14,29 +14,12 @@ from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, N
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
+from tests.store_support import insert_as_ledger
 
 OPERATOR = Actor("operator", "cli", admin=True)
 ALICE = Actor("alice", "rest", role="agent", by_key=True)
 BOB = Actor("bob", "rest", role="agent", by_key=True)
 AUDITOR = Actor("carol", "rest", role="auditor", by_key=True)
-
-
-def _raw_insert(ledger: Ledger, rec: StoredRecord) -> None:
-    columns = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
-    values = (
-        rec.position,
-        rec.stream,
-        rec.version,
-        rec.type,
-        rec.schema_version,
-        rec.data_json,
-        rec.meta_json,
-        rec.recorded_at,
-        rec.prev_hash,
-        rec.hash,
-    )
-    with ledger.store.write_transaction() as cur:
-        cur.execute(ledger.store.sql(f"INSERT INTO events ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), values)
 
 
 def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(ledger: Ledger) -> None:
@@ -57,7 +40,7 @@ def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(ledger: L
         recorded_at=format_ts(ledger.clock()),
         prev_hash=prev_hash,
     )
-    _raw_insert(ledger, StoredRecord(**fields, hash=record_hash(**fields)))
+    insert_as_ledger(ledger.store, StoredRecord(**fields, hash=record_hash(**fields)))  # as a v1 ledger wrote it
 
     key = ledger.identify(plaintext)
     [listed] = ledger.api_key_list(OPERATOR)

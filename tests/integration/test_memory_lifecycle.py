@@ -179,7 +179,7 @@ def test_step6_constitutional_blocks_guaranteed_in_self_frame_even_when_they_sco
     assert len(competing) == 5 - len(guaranteed)
     assert [b.score.total for b in competing] == sorted((b.score.total for b in competing), reverse=True)
     # Left out: the domain values that lost, and (hybrid search makes every self/ block a candidate by meaning)
-    # constitutional blocks beyond the two reserved slots, which compete like any other block.
+    # constitutional blocks beyond the two reserved slots, which only fill slots no other candidate can.
     assert set(left_out) <= set(values) | set(constitution)
     lost = [d for d in left_out if d in values]
     assert len(lost) == len(values) - len(competing)
@@ -193,8 +193,8 @@ def test_step6_constitutional_blocks_guaranteed_in_self_frame_even_when_they_sco
 
 def test_step6_domain_values_compete_for_non_guaranteed_slots_without_a_query(make_ledger: LedgerFactory) -> None:
     """Seed 002 edge case 1 and Step 6 test 6: a queryless SELF recall with ``top_k=5`` reserves at most two slots
-    for constitutional blocks; well-connected, reinforced domain values win the other slots on score (the other
-    constitutional blocks compete with them, unreserved). The similarity weight is dropped."""
+    for constitutional blocks; the domain values take the other slots (the other constitutional blocks only fill
+    slots nothing else can, issue 23). The similarity weight is dropped."""
     ledger = make_ledger()
     ledger.setup_memory(ELF)
     values = [ledger.remember(ELF, text, ["self/value"]).block_id for text in DOMAIN_VALUES[:4]]
@@ -209,13 +209,13 @@ def test_step6_domain_values_compete_for_non_guaranteed_slots_without_a_query(ma
     assert len(result.blocks) == 5
     assert 1 <= len(guaranteed) <= 2 and {b.block_id for b in guaranteed} <= constitution
     assert result.blocks[: len(guaranteed)] == guaranteed  # reserved slots come first
-    assert len(domain) >= 2  # the constitution no longer fills every slot
+    assert len(domain) == 5 - len(guaranteed) == 3  # the rest of the constitution waits: there are values to show
     assert all(b.score.weights["similarity"] == 0.0 for b in result.blocks)
     assert result.text.startswith("## Identity\n- ")
     assert result.tokens <= result.token_budget == 600
 
 
-def test_with_top_k_above_ten_the_constitution_competes_beyond_its_two_reserved_slots(
+def test_with_top_k_above_the_values_the_constitution_fills_the_slots_left_after_its_two_reserved(
     make_ledger: LedgerFactory,
 ) -> None:
     ledger = make_ledger()
@@ -225,6 +225,7 @@ def test_with_top_k_above_ten_the_constitution_competes_beyond_its_two_reserved_
     ids = {b.block_id for b in result.blocks}
     assert ids <= constitutional_ids(ledger) | values and len(ids) == 12  # 14 candidates for 12 slots
     assert sum(b.guaranteed for b in result.blocks) == 2
+    assert values <= ids and [b.block_id in values for b in result.blocks] == [False] * 2 + [True] * 4 + [False] * 6
     assert len(result.blocks) + len(result.dropped) == 14
 
 

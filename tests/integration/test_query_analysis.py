@@ -88,7 +88,7 @@ def _rebuild_index_without_stemming(ledger: Ledger, version: str | None) -> None
             conn.exec_driver_sql("DROP TABLE memory_fts")
             conn.exec_driver_sql(
                 "CREATE VIRTUAL TABLE memory_fts USING fts5(block_id UNINDEXED, content, tags, tags_json UNINDEXED,"
-                " tokenize='unicode61')"
+                " provenance_json UNINDEXED, tokenize='unicode61')"
             )
         else:
             conn.exec_driver_sql("UPDATE memory_index SET tsv = to_tsvector('simple', content)")

@@ -54,9 +54,9 @@ def test_a_queryless_recall_lists_its_pool_counts_the_rest_and_shows_what_the_fu
     with freeze_time(T0) as clock:
         ledger = make_ledger(db_url)
         gone = fill(ledger, clock)
-        for frame, top_k in (("attention", 3), ("task", 2), ("attention", 6)):
+        for frame, top_k in (("attention", 3), ("task", 2), ("task", 1), ("attention", 6)):
             ranking = full_ranking(ledger, frame)
-            pool = ranking[: top_k * rc.CANDIDATES_PER_SLOT]
+            pool = rc.pool_of(ranking, rc.FRAMES[frame], top_k)  # the best top_k × 4, a goal among them however low
             assert len(ranking) > len(pool) and not {s.block.block_id for s in ranking} & set(gone.values())
             result = ledger.recall(ELF, frame=frame, top_k=top_k)
             shown = [b.block_id for b in result.blocks]

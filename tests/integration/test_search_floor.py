@@ -205,3 +205,20 @@ def test_only_a_query_whose_every_content_word_the_memory_holds_gives_all_word_m
 def test_the_floor_setting_refuses_a_value_that_is_not_a_cosine(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="search_min_similarity"):
         Settings(home=tmp_path, search_min_similarity=1.5)  # type: ignore[call-arg]
+
+
+def test_a_recall_counts_only_the_blocks_relevant_to_its_query(memory: Settings, opened: list[Ledger]) -> None:
+    """A recall shows its top_k blocks whatever the query; the token it issues counts only those the similarity floor
+    keeps, so nonsense recalled is ZERO relevant memories, and a real query counts what is near it."""
+    ledger = open_ledger(memory, opened, semantic=True)
+    sid = ledger.clock_in(ELF, "dev").session_id
+    nonsense = ledger.recall(ELF, "xylophone quantum banana", "attention", 5, sid)
+    assert len(nonsense.blocks) == 5 and nonsense.relevant == 0
+    assert ledger.assert_compliance(ELF, sid).stamp == STAMP_ZERO
+    sid = ledger.clock_in(ELF, "dev").session_id
+    real = ledger.recall(ELF, PARAPHRASE, "attention", 5, sid)
+    assert real.relevant is not None and 1 <= real.relevant <= len(real.blocks)
+    assert SLEEP in [b.content for b in real.blocks]
+    assert ledger.assert_compliance(ELF, sid).stamp == STAMP_FOUND.format(n=real.relevant)
+    queryless = ledger.recall(ELF, None, "attention", 5, None)
+    assert queryless.relevant is None  # no query, no token: nothing to count

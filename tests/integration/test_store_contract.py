@@ -33,13 +33,14 @@ from ledger.core.events import (
     SessionStarted,
 )
 from ledger.core.mapper import decode
-from ledger.core.storage import SqlEventStore, make_engine
+from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from ledger.sessions import receipts
 from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
 from tests.server_support import READY_WITHIN
+from tests.store_support import TEST_ROW_KEY, insert_as_ledger
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 META = {"agent": "alice", "source": "cli"}
@@ -57,7 +58,7 @@ def make_store(db_url: str) -> Iterator[StoreFactory]:
     def factory(clock: _clock.Clock = _clock.now) -> SqlEventStore:
         engine = make_engine(db_url)
         engines.append(engine)
-        store = SqlEventStore(engine, clock=clock)
+        store = SqlEventStore(engine, clock=clock, row_key=TEST_ROW_KEY)
         store.create_schema()
         return store
 
@@ -510,12 +511,7 @@ def test_an_old_v1_payload_stored_in_the_table_is_read_back_upcast(filled: SqlEv
         prev_hash=prev_hash,
     )
     row = StoredRecord(**fields, hash=record_hash(**fields))
-    raw(
-        filled,
-        "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, "
-        "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        params=list(vars_of(row)),
-    )
+    insert_as_ledger(filled, row)  # as the ledger wrote v1 payloads, authenticated and in the tree
 
     assert filled.verify().ok
     [old] = filled.load_stream("block:blk_legacy").events
@@ -567,7 +563,7 @@ def test_postgresql_rejects_truncate_on_events(make_ledger: LedgerFactory, pg_ur
     fill(store)
     with pytest.raises(sa.exc.DBAPIError, match="append-only: TRUNCATE rejected"):
         raw(store, "TRUNCATE events")
-    assert count_rows(store) == 12  # LedgerInitialised, SigningKeyBound and the activity
+    assert count_rows(store) == 13  # LedgerInitialised, SigningKeyBound, RowKeyBound and the activity
     assert store.verify().ok
 
 
@@ -623,8 +619,10 @@ def test_an_event_altered_and_rehashed_behind_the_stores_back_breaks_the_link_to
     )
     raw(filled, "UPDATE events SET data = ?, hash = ? WHERE position = 7", params=(forged_data, forged_hash))
     report = filled.verify()
-    assert not report.ok and report.first_bad_position == 8
-    assert report.reason is not None and "prev_hash" in report.reason
+    # The chain alone would first break at 8 (its prev_hash no longer links); the rewritten row's authenticator
+    # (over its old hash) already fails at 7.
+    assert not report.ok and report.first_bad_position == 7
+    assert report.reason == "the event at position 7 has a wrong authenticator"
 
 
 def test_an_event_deleted_behind_the_stores_back_fails_verify_naming_the_missing_position(
@@ -753,7 +751,7 @@ def test_a_search_on_a_fresh_index_catches_up_from_the_log_first(
 def unreachable(tmp_path: Path) -> Iterator[Ledger]:
     """A ledger whose PostgreSQL server cannot be reached (nothing listens on port 1)."""
     key, _ = receipts.create_key(tmp_path / "receipt.key")
-    store = SqlEventStore(make_engine(UNREACHABLE_PG))
+    store = SqlEventStore(make_engine(UNREACHABLE_PG), row_key=RowKey.derive(key.secret))
     yield Ledger(store=store, index=SearchIndex(store), key=key, signer=signing.SigningKey.generate())
     store.engine.dispose()
 
@@ -829,7 +827,7 @@ def test_on_sqlite_the_ranking_equals_one_order_by_score_then_block_id_with_ties
     # be what one ``ORDER BY score DESC, block_id LIMIT n`` gives, ties at the cut included. Notes drawn from a few
     # words have many equal scores, so most cuts fall inside a tie.
     engine = make_engine(sqlite_url)
-    store = SqlEventStore(engine)
+    store = SqlEventStore(engine, row_key=TEST_ROW_KEY)
     store.create_schema()
     words = ["hash", "chain", "token", "replay", "anchor"]
     for i in range(120):

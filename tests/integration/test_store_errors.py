@@ -218,7 +218,7 @@ def test_a_held_sqlite_write_lock_ends_as_store_busy_after_the_busy_wait(
 
 
 def test_the_store_and_its_health_probe_use_the_configured_timeouts(sqlite_url: str) -> None:
-    store = SqlEventStore(make_engine(sqlite_url))
+    store = SqlEventStore(make_engine(sqlite_url), row_key=None)
     assert store.timeouts.lock == 5.0 and store.timeouts.statement == 30.0  # the documented defaults
     store.dispose()
     assert Settings(lock_timeout_seconds=0.5).timeouts.lock_ms == 500

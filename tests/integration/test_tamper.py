@@ -23,10 +23,11 @@ from ledger.audit import checkpoints
 from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.canonical import canonical_json, format_ts
-from ledger.core.chain import GENESIS_HASH, record_hash
+from ledger.core.chain import GENESIS_HASH, record_hash, verify_chain
 from ledger.core.errors import Conflict
 from ledger.core.events import MemorySearched
-from ledger.core.storage import SqlEventStore, make_engine
+from ledger.core.storage import RowKey, SqlEventStore, make_engine
+from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
 from ledger.sessions import receipts
 from projections.search_index import SearchIndex
@@ -46,12 +47,17 @@ def raw(store: SqlEventStore, statement: str, params: Sequence[Any] = ()) -> Non
 
 
 def disable_chain_triggers(store: SqlEventStore) -> None:
-    """What an attacker with DDL rights (or a database from before the triggers) can do."""
+    """What an attacker with DDL rights (or a database from before the triggers) can do: on the events, the tree
+    and the authenticators."""
     if store.dialect == "sqlite":
         for name in ("events_require_chain", "events_reject_update", "events_reject_delete"):
             raw(store, f"DROP TRIGGER IF EXISTS {name}")
+        for table in ("tlog_hashes", "event_auth"):
+            raw(store, f"DROP TRIGGER IF EXISTS {table}_reject_update")
+            raw(store, f"DROP TRIGGER IF EXISTS {table}_reject_delete")
     else:
-        raw(store, "ALTER TABLE events DISABLE TRIGGER USER")
+        for table in ("events", "tlog_hashes", "event_auth"):
+            raw(store, f"ALTER TABLE {table} DISABLE TRIGGER USER")
 
 
 def forged_search(store: SqlEventStore, session_id: str, position: int, version: int, prev_hash: str) -> list[Any]:
@@ -105,13 +111,16 @@ def test_the_database_refuses_a_row_that_does_not_extend_the_chain(ledger: Ledge
     assert ledger.assert_compliance(ALICE, sid).status == "FAIL"
 
 
-def test_a_row_that_extends_the_chain_is_still_accepted_by_the_database(ledger: Ledger) -> None:
-    # The trigger checks the link, not who wrote it: what it cannot stop, verify and checkpoints must (README).
+def test_a_row_that_extends_the_chain_is_accepted_by_the_database_but_not_by_the_ledger(ledger: Ledger) -> None:
+    # The trigger checks the link, not who wrote it; the row has no authenticator, so the ledger refuses it
+    # (tests/integration/test_row_authenticators.py covers the gate, projections and appends after it).
     sid, version = session_with_no_search(ledger)
     head, head_hash = ledger.store.head()
     raw(ledger.store, INSERT, forged_search(ledger.store, sid, head + 1, version + 1, head_hash))
     assert ledger.store.head()[0] == head + 1
-    assert ledger.verify().ok
+    report = ledger.verify()
+    assert not report.ok and report.first_bad_position == head + 1
+    assert report.reason == f"the event at position {head + 1} has no authenticator"
 
 
 def test_a_row_forced_in_at_position_0_is_never_obeyed_and_verify_reports_it(ledger: Ledger) -> None:
@@ -180,13 +189,15 @@ def test_verify_requires_the_ledger_to_begin_with_its_initialisation(make_ledger
         )
         prev = record_hash(**fields)
         raw(store, INSERT, [*fields.values(), prev])
-    assert store.verify().ok  # the chain alone is intact
+    assert verify_chain(SqlEventStore(store.engine, row_key=None).iter_records()).ok  # the chain alone is intact
 
     report = ledger.verify()
 
+    # None of the re-hashed rows is the one its authenticator was made for; the check that position 1 holds the
+    # LedgerInitialised stays behind it.
     assert not report.ok
     assert report.first_bad_position == 1
-    assert report.reason is not None and "LedgerInitialised" in report.reason
+    assert report.reason == "the event at position 1 has a wrong authenticator"
 
 
 def test_verify_reports_an_emptied_table(ledger: Ledger) -> None:
@@ -239,7 +250,10 @@ def rewrite_from(store: SqlEventStore, position: int, old: str, new: str) -> Non
 
 
 def truncate_tail(store: SqlEventStore, keep: int) -> None:
+    """Cut the log after ``keep``, its authenticators and its tree with it: a consistent shorter log."""
     raw(store, "DELETE FROM events WHERE position > ?", (keep,))
+    raw(store, "DELETE FROM event_auth WHERE position > ?", (keep,))
+    raw(store, "DELETE FROM tlog_hashes WHERE id >= ?", (merkle.stored_hash_count(keep),))
 
 
 TAMPERS = ["tail_truncation", "truncate_and_reappend", "rewrite_and_rehash", "emptied_table"]
@@ -268,8 +282,10 @@ def test_a_checkpoint_kept_elsewhere_reveals_what_the_chain_alone_cannot(ledger:
     chain = ledger.verify()
     [finding] = ledger.verify_checkpoints([signed], public)
 
-    if tamper != "emptied_table":
-        assert chain.ok, chain  # the forged log is self-consistent: only the checkpoint can tell
+    if tamper in {"tail_truncation", "truncate_and_reappend"}:
+        assert chain.ok, chain  # the shorter log is self-consistent: only the checkpoint can tell
+    elif tamper == "rewrite_and_rehash":
+        assert not chain.ok and chain.first_bad_position == p - 4  # the rewritten rows' authenticators fail
     assert not finding.ok and finding.where == "kept-elsewhere.jsonl:1"
     assert finding.problem is not None
     expected = "rewritten" if tamper in {"truncate_and_reappend", "rewrite_and_rehash"} else "removed"
@@ -391,8 +407,9 @@ def test_keys_public_prints_pem_jwk_and_both(make_ledger: LedgerFactory, tmp_pat
 
 def test_a_ledger_from_before_signing_keys_is_bound_to_one_by_init(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    store = SqlEventStore(make_engine(url))
-    old = Ledger(store=store, index=SearchIndex(store), key=receipts.create_key(tmp_path / "receipt.key")[0])
+    key = receipts.create_key(tmp_path / "receipt.key")[0]
+    store = SqlEventStore(make_engine(url), row_key=RowKey.derive(key.secret))
+    old = Ledger(store=store, index=SearchIndex(store), key=key)
     old.initialise()  # as before this change: no signing key
     assert old.bound_signing_key() is None
     without = cli(tmp_path, url, "checkpoint")

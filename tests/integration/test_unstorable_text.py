@@ -20,14 +20,14 @@ from api.cli import app
 from api.settings import Settings
 from ledger.core import clock
 from ledger.core.canonical import canonical_json, format_ts
-from ledger.core.chain import record_hash
+from ledger.core.chain import StoredRecord, record_hash
 from ledger.core.errors import InvalidInput
 from ledger.core.events import MemoryRemembered, to_payload
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
-from tests.integration.test_tamper import INSERT, raw
 from tests.server_support import HTTP_TIMEOUT, running
+from tests.store_support import insert_as_ledger
 
 ALICE = Actor("alice", "cli")
 EVIL = "evil\x00note about the database schema"
@@ -68,7 +68,8 @@ def test_the_service_refuses_nul_text_before_recording(ledger: Ledger) -> None:
 
 
 def force_event(ledger: Ledger, event: MemoryRemembered) -> int:
-    """Append ``event`` straight into the database, correctly chained (an attacker at the database could)."""
+    """Append ``event`` straight into the database, correctly chained and authenticated, as a ledger from before
+    the text checks could have written it (a row nobody authenticated is refused before the index sees it)."""
     position, prev_hash = ledger.store.head()
     fields = dict(
         position=position + 1,
@@ -81,7 +82,7 @@ def force_event(ledger: Ledger, event: MemoryRemembered) -> int:
         recorded_at=format_ts(clock.now()),
         prev_hash=prev_hash,
     )
-    raw(ledger.store, INSERT, [*fields.values(), record_hash(**fields)])
+    insert_as_ledger(ledger.store, StoredRecord(*fields.values(), record_hash(**fields)))  # type: ignore[arg-type]
     return position + 1
 
 

@@ -164,15 +164,12 @@ def _searched(agent: str, *ids: str) -> ev.RecordedEvent:
 
 def test_the_traffic_fold_finds_highways_from_search_events() -> None:
     traffic = ThoughtTraffic()
-    traffic.apply(_rec(ev.MemoryRemembered(block_id="blk_a", content="A", tags=[]), "carol"))
-    traffic.apply(_rec(ev.MemoryRemembered(block_id="blk_a", content="A", tags=[]), "mallory"))  # not the contributor
     for rec in [_searched("alice", "blk_a", "blk_b"), _searched("alice", "blk_a"), _searched("bob", "blk_a", "blk_b")]:
         traffic.apply(rec)
     assert traffic.highways() == ["blk_a"]
     assert traffic.of("blk_a") == Traffic(3, frozenset({"alice", "bob"}))
     assert traffic.of("blk_b").retrievals == 2 and not traffic.of("blk_b").is_highway
     assert traffic.of("blk_unknown") == Traffic()
-    assert traffic.contributors == {"blk_a": "carol"}
 
 
 def test_a_search_listing_a_thought_twice_counts_once() -> None:

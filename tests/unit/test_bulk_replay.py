@@ -290,6 +290,7 @@ def build_log(drawn: list[tuple[Any, ...]]) -> list[RecordedEvent]:
             record.data_json,
             record.meta_json,
             record.recorded_at,
+            record.prev_hash,
             record.hash,
         )
         log.append(rec)

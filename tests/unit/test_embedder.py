@@ -72,7 +72,7 @@ def test_the_setting_turns_hybrid_off(tmp_path: Path) -> None:
     from ledger.core.storage import SqlEventStore, make_engine
 
     settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'l.db'}", semantic=False)  # type: ignore[call-arg]
-    store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), timeouts=settings.timeouts)
+    store = SqlEventStore(make_engine(settings.db_url, settings.timeouts), timeouts=settings.timeouts, row_key=None)
     try:
         index = search_index(store, settings)
         assert index.semantic is None

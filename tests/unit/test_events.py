@@ -23,6 +23,7 @@ META = {"agent": "alice", "source": "mcp", "session_id": "ses_" + "ab" * 10, "co
 SAMPLES: list[ev.DomainEvent] = [
     ev.LedgerInitialised(receipt_key_id="0123456789abcdef"),
     ev.SigningKeyBound(key_id="0123456789abcdef", public_key="A" * 43),
+    ev.RowKeyBound(key_id="0123456789abcdef", vouched_through=0),
     ev.ApiKeyIssued(key_id="key_0123456789", agent="alice", key_sha256="a" * 64),
     ev.SessionStarted(session_id="ses_1", agent="alice", role="dev", working_dir="/srv/app", focus="the gate"),
     ev.SessionStarted(session_id="ses_2", agent="bob", role="reviewer"),
@@ -336,6 +337,23 @@ def test_a_stored_v1_anchor_attempt_is_read_back_as_v2_answering_no_challenge() 
     }
     recorded = decode(store_record("AnchorAttempted", 1, canonical_json(v1)))
     assert recorded.event == ev.AnchorAttempted(**v1, challenge_id=None)
+    assert type(recorded.event).schema_version == 2
+
+
+def test_a_stored_v1_recall_is_read_back_as_v2_counting_every_block_shown() -> None:
+    v1 = {
+        "session_id": "ses_old",
+        "query": "retries",
+        "frame": "attention",
+        "top_k": 2,
+        "block_ids": ["b1", "b2"],
+        "guaranteed_ids": [],
+        "tokens": 40,
+        "active_hours": 1.5,
+        "token_expires_at": None,
+    }
+    recorded = decode(store_record("MemoryRecalled", 1, canonical_json(v1)))
+    assert recorded.event == ev.MemoryRecalled(**v1, relevant_ids=None)
     assert type(recorded.event).schema_version == 2
 
 

@@ -96,28 +96,68 @@ def test_filling_stops_at_the_first_block_that_does_not_fit() -> None:
     assert result.tokens == rc.estimate_tokens(result.text) <= 600
 
 
+def expected_pool(items: Sequence[rc.Scored], spec: rc.FrameSpec, top_k: int) -> list[str]:
+    """The pool as the seed's rule makes it (items in score order, no query): the reserved guaranteed blocks,
+    then the best others, then more guaranteed blocks only if room is left."""
+    guaranteed = [s for s in items if rc.is_guaranteed(s.block, spec)]
+    bound = top_k if spec.max_guaranteed is None else min(spec.max_guaranteed, top_k)
+    others = [s for s in items if not rc.is_guaranteed(s.block, spec)]
+    order = [*guaranteed[:bound], *others, *guaranteed[bound:]]
+    return [s.block.block_id for s in order[: top_k * rc.CANDIDATES_PER_SLOT]]
+
+
 @given(
-    sizes=st.lists(st.integers(min_value=1, max_value=12_000), min_size=0, max_size=12),
+    sizes=st.lists(st.integers(min_value=1, max_value=12_000), min_size=0, max_size=30),
     top_k=st.integers(min_value=1, max_value=rc.MAX_TOP_K),
     frame=st.sampled_from(sorted(rc.FRAMES)),
+    every=st.integers(min_value=1, max_value=4),
 )
 def test_a_recollection_never_exceeds_the_budget_and_accounts_for_every_candidate(
-    sizes: list[int], top_k: int, frame: str
+    sizes: list[int], top_k: int, frame: str, every: int
 ) -> None:
     spec = rc.FRAMES[frame]
     tags = ("self/goal",) if frame == "task" else CONST
     items = [
-        scored(view(f"b{i:02}", "z" * n, tags if i % 2 else ("self/value",)), 1 - i / 100) for i, n in enumerate(sizes)
+        scored(view(f"b{i:02}", "z" * n, tags if i % every == 0 else ("self/value",)), 1 - i / 100)
+        for i, n in enumerate(sizes)
     ]
     result = rc.recollect(items, spec, top_k, texts_of)
     shown = [s.scored.block.block_id for s in result.shown]
     dropped = [b for b, _ in result.dropped]
-    pool = [s.block.block_id for s in items[: top_k * rc.CANDIDATES_PER_SLOT]]
+    pool = expected_pool(items, spec, top_k)
     assert result.tokens <= spec.token_budget
     assert sorted(shown + dropped) == sorted(pool)  # the pool is accounted for block by block
     assert result.beyond_pool == len(items) - len(pool)  # the candidates below it only by count
     assert len(shown) <= top_k and (not items or shown)  # the best candidate is always shown, cut if need be
     assert all(s.truncated == (s.content != TEXTS[s.scored.block.block_id]) for s in result.shown)
+    reserved = [s for s in result.shown if s.guaranteed]
+    assert result.shown[: len(reserved)] == tuple(reserved)
+    assert len(reserved) <= (spec.max_guaranteed or top_k)
+    extra = [s for s in result.shown[len(reserved) :] if rc.is_guaranteed(s.scored.block, spec)]
+    if extra:  # guaranteed beyond the reserved slots only once every other candidate of the pool is shown
+        others = {b for b in pool if not rc.is_guaranteed(next(s.block for s in items if s.block.block_id == b), spec)}
+        assert others <= set(shown)
+
+
+def test_beyond_its_reserved_slots_the_constitution_fills_only_what_nothing_else_can() -> None:
+    """Issue 23: three constitutional blocks among five, when the agent had values to show, broke the bound."""
+    candidates = ranked(*((f"c{i}", 0.9 - i / 100, CONST) for i in range(6)), ("d1", 0.5, ("self/value",)))
+    chosen = rc.enforce_guarantees(candidates, rc.FRAMES["self"], 5)
+    assert [s.block.block_id for s in chosen] == ["c0", "c1", "d1", "c2", "c3"]
+    values = ranked(*((f"d{i}", 0.5 - i / 100, ("self/value",)) for i in range(6)))
+    chosen = rc.enforce_guarantees([*candidates[:6], *values], rc.FRAMES["self"], 5)
+    assert [s.block.block_id for s in chosen] == ["c0", "c1", "d0", "d1", "d2"]
+
+
+def test_the_pool_keeps_the_agents_values_that_rank_below_the_constitution() -> None:
+    """Twenty constitutional blocks outscoring every value would fill a ``top_k × 4`` pool of 12 by rank alone."""
+    constitution = [(f"c{i:02}", 0.9 - i / 1000, CONST) for i in range(20)]
+    candidates = ranked(*constitution, ("d1", 0.1, ("self/value",)), ("d2", 0.05, ("self/value",)))
+    pool = [s.block.block_id for s in rc.pool_of(candidates, rc.FRAMES["self"], 3)]
+    result = rc.recollect(candidates, rc.FRAMES["self"], 3, texts_of)
+    assert pool == [*(f"c{i:02}" for i in range(10)), "d1", "d2"]
+    assert [s.scored.block.block_id for s in result.shown] == ["c00", "c01", "d1"]
+    assert result.beyond_pool == 10
 
 
 def test_edges_decay_at_half_the_slower_blocks_rate_and_settle_after_ten_co_retrievals() -> None:

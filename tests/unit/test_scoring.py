@@ -225,6 +225,9 @@ def test_recollect_from_the_pool_alone_lists_what_it_listed_from_every_candidate
         return {b.block_id: texts[b.block_id] for b in blocks}
 
     full = rc.recollect(everything, spec, top_k, texts_of)
-    bounded = rc.recollect(ranking.best(top_k * rc.CANDIDATES_PER_SLOT), spec, top_k, texts_of, candidates=40)
+    goals = {b for b in graph.blocks if graph.blocks[b].has_tag("self/goal")}  # what the recall handler adds
+    best = ranking.best(top_k * rc.CANDIDATES_PER_SLOT + len(goals), goals)
+    bounded = rc.recollect(best, spec, top_k, texts_of, candidates=40)
     assert bounded == full
+    assert any(s.guaranteed for s in full.shown)  # a goal ranked below the pool still takes its reserved slot
     assert full.beyond_pool == 40 - 12 and len(full.shown) + len(full.dropped) == 12

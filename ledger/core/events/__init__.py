@@ -20,7 +20,14 @@ from ledger.core.events.anchor import (
 from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
-from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, KeyRole, LedgerInitialised, SigningKeyBound
+from ledger.core.events.keys import (
+    ApiKeyIssued,
+    ApiKeyRevoked,
+    KeyRole,
+    LedgerInitialised,
+    RowKeyBound,
+    SigningKeyBound,
+)
 from ledger.core.events.memory import (
     ContradictionFlagged,
     Frame,
@@ -87,6 +94,7 @@ __all__ = [
     "ParameterChecked",
     "RecordedEvent",
     "RefusalReason",
+    "RowKeyBound",
     "SessionEnded",
     "SessionStarted",
     "SigningKeyBound",

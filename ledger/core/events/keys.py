@@ -21,6 +21,18 @@ class SigningKeyBound(DomainEvent):
     public_key: str  # raw public key, base64url (the JWK's "x")
 
 
+class RowKeyBound(DomainEvent):
+    """The ledger was bound to the key of its row authenticators (``key_id``, its fingerprint): from here on every
+    event carries an authenticator by it. ``vouched_through`` > 0: the ledger predates authenticators, and its
+    events 1..vouched_through were authenticated at the upgrade, after their chain verified, on the operator's word
+    that the log was the ledger's; 0: every event had its authenticator from the start. Once recorded, the ledger
+    never vouches for unauthenticated events again (a dropped authenticators' table is not an old ledger)."""
+
+    type_name: ClassVar[str] = "RowKeyBound"
+    key_id: str
+    vouched_through: int
+
+
 KeyRole = Literal["agent", "auditor", "admin"]
 
 

@@ -52,6 +52,7 @@ class MemoryRecalled(DomainEvent):
     as a search does."""
 
     type_name: ClassVar[str] = "MemoryRecalled"
+    schema_version: ClassVar[int] = 2
     session_id: str | None
     query: str | None
     frame: Frame
@@ -61,6 +62,9 @@ class MemoryRecalled(DomainEvent):
     tokens: int
     active_hours: float
     token_expires_at: Timestamp | None = None
+    # v2: the shown blocks relevant to the query (the search's similarity floor); the token counts only these.
+    # None without a query, and for recalls recorded before v2 (their token counted every block shown).
+    relevant_ids: list[str] | None = None
 
 
 class MemoryCurated(DomainEvent):

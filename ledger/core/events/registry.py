@@ -15,7 +15,7 @@ from ledger.core.events.anchor import (
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
-from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, SigningKeyBound
+from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, RowKeyBound, SigningKeyBound
 from ledger.core.events.memory import (
     ContradictionFlagged,
     MemoryArchived,
@@ -36,6 +36,7 @@ from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransit
 VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
     SigningKeyBound,
+    RowKeyBound,
     ApiKeyIssued,
     ApiKeyRevoked,
     SessionStarted,
@@ -107,6 +108,10 @@ def _parameter_checked_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "duration_ms": None}  # checks before v2 were not timed
 
 
+def _memory_recalled_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "relevant_ids": None}  # recalls before v2 counted every block shown as relevant
+
+
 # (type name, stored version) -> function that lifts the payload to version + 1.
 UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("MemoryRemembered", 1): _memory_remembered_v1_to_v2,
@@ -117,6 +122,7 @@ UPCASTERS: Mapping[tuple[str, int], Upcaster] = {
     ("ComplianceRefused", 1): _request_id_v1_to_v2,
     ("AnchorAttempted", 1): _anchor_attempted_v1_to_v2,
     ("ParameterChecked", 1): _parameter_checked_v1_to_v2,
+    ("MemoryRecalled", 1): _memory_recalled_v1_to_v2,
 }
 
 

@@ -10,9 +10,13 @@ the ledger's own errors.
 One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine`
 (engines and their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock),
 :mod:`.connection` (write transactions and read cursors), :mod:`.group_commit` (appends), :mod:`.reads`
-(reads, paging and verify) and :mod:`.store` (the :class:`SqlEventStore` they make).
+(reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
+sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
+:mod:`.upgrade` (authenticating a ledger from before authenticators) and :mod:`.store` (the
+:class:`SqlEventStore` they make).
 """
 
+from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import classify_driver_error, translate_errors
 from ledger.core.storage.engine import SQLITE_CACHE_KIB, make_engine, normalise_url
 from ledger.core.storage.fair_lock import _write_lock_path
@@ -30,6 +34,7 @@ __all__ = [
     "SNAPSHOT_LOCK",
     "SQLITE_CACHE_KIB",
     "Probe",
+    "RowKey",
     "SqlEventStore",
     "StreamState",
     "_write_lock_path",

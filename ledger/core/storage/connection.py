@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ledger.core.limits import Timeouts
+from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.fair_lock import _FairFileLock, _write_lock_path, fcntl
 from ledger.core.storage.schema import _LEDGER_OID, APPEND_LOCK
@@ -18,8 +19,21 @@ from ledger.core.storage.schema import _LEDGER_OID, APPEND_LOCK
 class StoreConnection:
     """The engine of one store, its write transactions and its read cursors; the base of the store's parts."""
 
-    def __init__(self, engine: Engine, timeouts: Timeouts | None = None, *, fair_lock: bool = True) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        timeouts: Timeouts | None = None,
+        *,
+        fair_lock: bool = True,
+        row_key: RowKey | None = None,
+        tlog: bool = True,
+    ) -> None:
         self.engine = engine
+        self.row_key = row_key
+        # Whether appends keep the tree and write authenticators (False: benchmarks only, see SqlEventStore).
+        self.tlog = tlog
+        # What reads check every row's authenticator with: None when this store has no key, or no tree.
+        self.checker = row_key if tlog else None
         self.timeouts = timeouts or Timeouts()
         self.dialect = engine.dialect.name
         self._ph = "?" if self.dialect == "sqlite" else "%s"

@@ -15,19 +15,21 @@ from typing import Any
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, chain_rows
-from ledger.core.errors import ConcurrencyError
+from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import encode, encode_meta
-from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
     _INSERT_CHUNK,
     _VERSION_AND_HEAD,
+    VERSION_AND_AUTH_HEAD,
     _guarded_insert_sql,
     _insert_rows_sql,
     _versions_and_head_sql,
+    versions_and_auth_head_sql,
 )
+from ledger.core.storage.tree import Seal, StoreTree, Tree
 
 
 def _copy_error(exc: BaseException) -> BaseException:
@@ -84,8 +86,12 @@ class _Pending:
         ]
 
 
-class GroupCommit(StoreConnection):
-    """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring)."""
+class GroupCommit(StoreTree):
+    """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring).
+
+    Each group also writes, in its transaction, every new row's authenticator and the tree's new stored hashes
+    (:meth:`_seal`); a group that wrote no row writes neither. Before chaining after a head this store did not
+    write itself, the leader checks that head's authenticator and reads the tree's compact range for it."""
 
     def _init_group_commit(self, clock: _clock.Clock, group_limit: int) -> None:
         """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""
@@ -98,7 +104,12 @@ class GroupCommit(StoreConnection):
         # The head this store committed last (position, hash, recorded_at), for the next group's guarded insert;
         # None when unknown. Only the leader reads or sets it.
         self._head: tuple[int, str, str] | None = None
+        # The tree at that head (None when the head is unknown, or this store keeps no tree); set with _head.
+        self._tree: Tree | None = None
         self._guard = True  # whether the next group tries the guarded insert (see _write_group)
+
+    def _forget_head(self) -> None:
+        self._head = self._tree = None
 
     def append(
         self,
@@ -114,6 +125,11 @@ class GroupCommit(StoreConnection):
         """
         if not events:
             return []
+        if self.tlog and self.row_key is None:
+            raise NotInitialised(
+                "this store was opened without the row key: it can read the log, not append to it",
+                "open the ledger with its receipt key file (LEDGER_KEY_FILE)",
+            )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
         pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
         with self._mutex:
@@ -168,43 +184,54 @@ class GroupCommit(StoreConnection):
         try:
             try:
                 with self.write_transaction() as cur:
-                    head = self._write_group(cur, take(), one_by_one=False)
+                    head, tree = self._write_group(cur, take(), one_by_one=False)
             except _MemberRefused:
-                self._head = None
+                self._forget_head()
                 for p in group:
                     p.rows, p.error, p.recorded_at = None, None, None
                 with self.write_transaction() as cur:
-                    head = self._write_group(cur, group, one_by_one=True)
-            self._head = head
+                    head, tree = self._write_group(cur, group, one_by_one=True)
+            self._head, self._tree = head, tree
+            if tree is not None:
+                self._verified = max(self._verified, tree.size)  # its newest leaf is this store's own event
         except BaseException as exc:
             # Nothing of the group was committed: every member that had not failed alone fails with the group
             # (each its own copy of the error, as each is raised in its own thread). If the lock was never had,
             # the appends queued by now fail with its error: they waited as long as the leader did.
-            self._head = None
+            self._forget_head()
             for p in group or take():
                 if p.error is None:
                     p.error, p.rows = (exc if p is group[0] else _copy_error(exc)), None
         return group
 
-    def _versions_and_head(self, cur: Any, group: list[_Pending]) -> tuple[dict[str, int], tuple[int, str, str]]:
-        """Each stream's version and the chain head, in one round trip (index probes only)."""
+    def _versions_and_head(
+        self, cur: Any, group: list[_Pending]
+    ) -> tuple[dict[str, int], tuple[int, str, str], bytes | None]:
+        """Each stream's version, the chain head and (keeping the tree) the head's authenticator, in one round
+        trip (index probes only)."""
         if len(group) == 1:
-            cur.execute(self.sql(_VERSION_AND_HEAD), (group[0].stream,))
-            actual, position, digest, last_at = cur.fetchone()
-            return {group[0].stream: actual}, (position or 0, digest or GENESIS_HASH, last_at or "")
+            cur.execute(self.sql(VERSION_AND_AUTH_HEAD if self.tlog else _VERSION_AND_HEAD), (group[0].stream,))
+            actual, position, digest, last_at, *mac = cur.fetchone()
+            head = (position or 0, digest or GENESIS_HASH, last_at or "")
+            return {group[0].stream: actual}, head, (mac or [None])[0]
         streams = sorted({p.stream for p in group})
-        cur.execute(self.sql(_versions_and_head_sql(len(streams))), [s for stream in streams for s in (stream, stream)])
+        sql = versions_and_auth_head_sql if self.tlog else _versions_and_head_sql
+        cur.execute(self.sql(sql(len(streams))), [s for stream in streams for s in (stream, stream)])
         versions: dict[str, int] = {}
-        head: tuple[int, str, str] = (0, GENESIS_HASH, "")
-        for name, number, digest, last_at in cur.fetchall():
+        head = (0, GENESIS_HASH, "")
+        auth = None
+        for name, number, digest, last_at, *mac in cur.fetchall():
             if name is None:
-                head = (int(number), digest, last_at)
+                head, auth = (int(number), digest, last_at), (mac or [None])[0]
             else:
                 versions[name] = int(number)
-        return versions, head
+        return versions, head, auth
 
-    def _write_group(self, cur: Any, group: list[_Pending], *, one_by_one: bool) -> tuple[int, str, str]:
-        """Chain and insert the rows of every member whose version check passes; return the new head.
+    def _write_group(
+        self, cur: Any, group: list[_Pending], *, one_by_one: bool
+    ) -> tuple[tuple[int, str, str], Tree | None]:
+        """Chain and insert the rows of every member whose version check passes, then their authenticators and
+        tree hashes; return the new head and tree.
 
         On SQLite, when this store wrote the head it knows (no other writer has appended since, as far as it
         knows), the group is written without reading anything first: the first insert statement itself checks,
@@ -218,14 +245,17 @@ class GroupCommit(StoreConnection):
             assumed: dict[str, int] = {}
             for p in group:
                 assumed.setdefault(p.stream, p.expected_version)
-            head = self._plan_and_insert(cur, group, assumed, self._head, one_by_one=False, guarded=True)
-            if head is not None:
-                return head
-        versions, known = self._versions_and_head(cur, group)
+            done = self._plan_and_insert(cur, group, assumed, self._head, self._tree, one_by_one=False, guarded=True)
+            if done is not None:
+                return done
+        versions, known, mac = self._versions_and_head(cur, group)
         self._guard = known == self._head  # False: another writer appended since this store's last commit
-        head = self._plan_and_insert(cur, group, versions, known, one_by_one=one_by_one, guarded=False)
-        assert head is not None  # an unguarded write inserts or raises
-        return head
+        tree = self._tree if self._guard else None
+        if self.tlog and tree is None:
+            tree = self._tree_at(cur, known, mac)
+        done = self._plan_and_insert(cur, group, versions, known, tree, one_by_one=one_by_one, guarded=False)
+        assert done is not None  # an unguarded write inserts or raises
+        return done
 
     def _plan_and_insert(
         self,
@@ -233,13 +263,15 @@ class GroupCommit(StoreConnection):
         group: list[_Pending],
         versions: dict[str, int],
         head: tuple[int, str, str],
+        tree: Tree | None,
         *,
         one_by_one: bool,
         guarded: bool,
-    ) -> tuple[int, str, str] | None:
-        """Check each member against ``versions``, chain its rows after ``head`` and insert them. ``guarded``:
-        ``versions`` and ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member
-        touched) when they no longer hold."""
+    ) -> tuple[tuple[int, str, str], Tree | None] | None:
+        """Check each member against ``versions``, chain its rows after ``head`` and insert them with their
+        authenticators and ``tree``'s new hashes; return the new head and tree. ``guarded``: ``versions`` and
+        ``head`` are assumptions the insert verifies; ``None`` (nothing written, no member touched) when they no
+        longer hold."""
         position, prev_hash, last_at = head
         assumed, versions = versions, dict(versions)
         # One timestamp for the group (it commits at once); recorded_at never goes backwards in position order,
@@ -282,28 +314,50 @@ class GroupCommit(StoreConnection):
             versions[p.stream] = rows[-1][2]
             position, prev_hash = rows[-1][0], rows[-1][9]
         if all_rows:
+            seal = self._sealing(tree, all_rows)
             try:
-                if not self._insert(cur, all_rows, (head, assumed) if guarded else None):
+                if not self._insert(cur, all_rows, (head, assumed) if guarded else None, seal):
                     return None
             except Exception as exc:
+                foreign = self._foreign_rows(exc)
+                if foreign is not None:
+                    raise foreign from exc
                 if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
                     raise _MemberRefused from exc
                 raise
+            tree = seal.tree if seal is not None else tree
+        elif planned:  # one by one: the members that went in, sealed together
+            tree = self._seal(cur, tree, [row for _, rows in planned for row in rows])
         at = parse_ts(recorded_at)
         for p, rows in planned:
             p.rows, p.recorded_at = rows, at
         for p, lost_race in lost:
             p.error = lost_race
-        return position, prev_hash, recorded_at
+        return (position, prev_hash, recorded_at), tree
 
     def _insert(
-        self, cur: Any, rows: list[tuple[Any, ...]], guard: tuple[tuple[int, str, str], dict[str, int]] | None = None
+        self,
+        cur: Any,
+        rows: list[tuple[Any, ...]],
+        guard: tuple[tuple[int, str, str], dict[str, int]] | None = None,
+        seal: Seal | None = None,
     ) -> bool:
-        """Insert ``rows`` in position order. On SQLite one multi-row statement per chunk: each statement step
-        releases Python's GIL, and under concurrent writers getting it back cost more than the insert itself.
+        """Insert ``rows`` in position order, and ``seal`` (their authenticators and tree hashes) with them. On
+        SQLite one multi-row statement per chunk: each statement step releases Python's GIL, and under concurrent
+        writers getting it back cost more than the insert itself. On PostgreSQL the seal rides on the first
+        statement (a data-modifying WITH): no round trip of its own.
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
-        inserts only if they still hold; ``False`` when it inserted nothing."""
+        inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
+        if seal is not None and self.dialect != "sqlite":
+            prefix, params = seal.pg_with()
+            if len(rows) == 1:
+                cur.execute(self.sql(prefix + _insert_rows_sql(1)), [*params, *rows[0]])
+            else:  # the rows and the seal sent in one flight (errors surface when the pipeline syncs)
+                with cur.connection.pipeline():
+                    cur.executemany(self._insert_one, rows)
+                    cur.execute(self.sql(prefix + "SELECT 1"), params)
+            return True
         if guard is not None:
             (position, digest, _), streams = guard
             chunk = rows[:_INSERT_CHUNK]
@@ -318,14 +372,14 @@ class GroupCommit(StoreConnection):
             if cur.rowcount != len(chunk):
                 return False
             rows = rows[_INSERT_CHUNK:]
-        if not rows:
-            return True
         if len(rows) == 1:
             cur.execute(self._insert_one, rows[0])
-        elif self.dialect != "sqlite":
+        elif rows and self.dialect != "sqlite":
             cur.executemany(self._insert_one, rows)
         else:
             for start in range(0, len(rows), _INSERT_CHUNK):
                 chunk = rows[start : start + _INSERT_CHUNK]
                 cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        if seal is not None:
+            self._write_seal(cur, seal)
         return True

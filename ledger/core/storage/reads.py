@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.canonical import format_ts
-from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, verify_chain
+from ledger.core.chain import GENESIS_HASH, StoredRecord
 from ledger.core.events import RecordedEvent
 from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, _META_AGENT
+from ledger.core.storage.schema import _COLUMNS, _META_AGENT, MAC_OF_ROW, authenticated
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ class StoreReads(StoreConnection):
     def _select(
         self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
     ) -> list[StoredRecord]:
-        return [StoredRecord(*r) for r in self._rows(_COLUMNS, conditions, params, order, limit)]
+        rows = self._rows(_COLUMNS, conditions, params, order, limit, hash_at=9, content=True)
+        return [StoredRecord(*r[:10]) for r in rows] if self.checker else [StoredRecord(*r) for r in rows]
 
     def _rows(
         self,
@@ -45,18 +46,40 @@ class StoreReads(StoreConnection):
         limit: int | None = None,
         *,
         after: int = 0,
+        hash_at: int | None = None,
+        scan: bool = False,
+        content: bool = False,
     ) -> list[tuple[Any, ...]]:
+        """Rows of ``columns`` (position first). With ``hash_at`` (where the ``hash`` column is) and a key, each
+        row's authenticator is read beside it and checked: a row the ledger did not write raises
+        :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned;
+        the rows keep the authenticator as a last column (no copy of every row on a replay).
+
+        ``scan``: a page of consecutive positions, read joined with the authenticators (PostgreSQL merges the two
+        primary keys); otherwise each row's authenticator is one primary-key probe, whatever the planner's
+        statistics (a join could hash the whole table for a stream of fifty events)."""
         # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
         # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
         # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
-        text = f"SELECT {columns} FROM events WHERE position > ?{' AND ' + conditions if conditions else ''}"
+        checker = self.checker if hash_at is not None else None
+        bounds = 0
+        if checker is None:
+            source = f"{columns} FROM events"
+        elif scan:
+            joined, bounds = authenticated(self.dialect)
+            source = f"{columns}, mac FROM {joined}"
+        else:
+            source = f"{columns}, {MAC_OF_ROW} FROM events"
+        text = f"SELECT {source} WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
-            cur.execute(self.sql(text), (max(after, 0), *params))
+            cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
-            return rows
+        if checker is not None and hash_at is not None:
+            checker.check_rows(rows, hash_at, content=content)
+        return rows
 
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
         """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
@@ -66,6 +89,11 @@ class StoreReads(StoreConnection):
 
     def get(self, position: int) -> StoredRecord | None:
         rows = self._select("position = ?", (position,))
+        return rows[0] if rows else None
+
+    def record_of(self, stream: str, version: int) -> StoredRecord | None:
+        """The record at ``version`` of ``stream`` (e.g. a block's ``MemoryRemembered`` at version 1)."""
+        rows = self._select("stream = ? AND version = ?", (stream, version))
         return rows[0] if rows else None
 
     def records_at(self, positions: Sequence[int]) -> dict[int, StoredRecord]:
@@ -109,8 +137,8 @@ class StoreReads(StoreConnection):
 
         ``agent`` keeps only events whose metadata names that agent (filtered in the database, so a page of
         one agent's events never needs the others)."""
-        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size):
-            yield from itertools.starmap(StoredRecord, page)
+        for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
+            yield from (StoredRecord(*r[:10]) for r in page) if self.checker else itertools.starmap(StoredRecord, page)
 
     def iter_events(
         self,
@@ -124,8 +152,9 @@ class StoreReads(StoreConnection):
     ) -> Iterator[RecordedEvent]:
         """Yield typed events in position order (upcast on read), filtered and paged as :meth:`iter_records`.
 
-        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between)."""
-        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size):
+        Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between; the
+        authenticator, checked, rides along as a last column ``decode_row`` ignores)."""
+        for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
             yield from itertools.starmap(decode_row, page)
 
     def _pages(
@@ -137,9 +166,12 @@ class StoreReads(StoreConnection):
         types: Sequence[str] | None,
         agent: str | None,
         batch_size: int,
+        *,
+        hash_at: int | None,
+        content: bool = False,
     ) -> Iterator[list[tuple[Any, ...]]]:
         """Pages of rows (``columns``, position first) after ``after``, each its own query from the last
-        position of the one before."""
+        position of the one before; each row's authenticator checked as :meth:`_rows` says."""
         while True:
             clauses: list[str] = []
             params: list[Any] = []
@@ -155,49 +187,13 @@ class StoreReads(StoreConnection):
             if agent is not None:
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
-            page = self._rows(columns, " AND ".join(clauses), params, limit=batch_size, after=after)
+            scan = stream is None and not types and agent is None
+            where = " AND ".join(clauses)
+            page = self._rows(
+                columns, where, params, limit=batch_size, after=after, hash_at=hash_at, scan=scan, content=content
+            )
             if page:
                 yield page
             if len(page) < batch_size:
                 return
             after = page[-1][0]
-
-    def verify(self, progress: Callable[[int], None] | None = None, batch_size: int = 5000) -> ChainReport:
-        """Recompute the whole hash chain; report the first position where it breaks.
-
-        Besides each link, the table must hold exactly the positions 1..head: a row outside them (forced in
-        behind the triggers) is reported even though no read ever obeys it.
-        """
-        head, _ = self.head()
-        with translate_errors(self.dialect), self.engine.connect() as conn:
-            outside, rows = conn.exec_driver_sql(
-                self.sql("SELECT MIN(position), COUNT(*) FROM events WHERE position <= ?"), (head,)
-            ).one()
-        if outside is not None and outside < 1:
-            return ChainReport(
-                False, 0, 0, int(outside), f"a row at position {outside} lies outside 1..{head}: it is off the chain"
-            )
-
-        def records() -> Iterator[StoredRecord]:
-            # Up to the head read above: events appended while verify runs are not part of this check.
-            for i, rec in enumerate(self.iter_records(until=head, batch_size=batch_size), 1):
-                if progress and i % 1000 == 0:
-                    progress(i)
-                yield rec
-
-        report = verify_chain(records())
-        if progress:
-            progress(report.checked)
-        if report.ok and report.head_position != head:
-            return ChainReport(
-                False,
-                report.checked,
-                report.head_position,
-                report.head_position + 1,
-                "the chain ends before the table's last position",
-            )
-        if report.ok and rows != head:
-            return ChainReport(
-                False, report.checked, head, None, f"the table holds {rows} rows for the positions 1..{head}"
-            )
-        return report

@@ -135,3 +135,144 @@ def _versions_and_head_sql(streams: int) -> str:
     )
     versions = [f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0), NULL, NULL" for _ in range(streams)]
     return " UNION ALL ".join([head, *versions])
+
+
+# --- the transparency-log tree and the row authenticators ---------------------------------------------------
+# ``tlog_hashes``: the tree's stored hashes (ledger.core.tlog.merkle's layout, id = stored-hash index), written in
+# the transaction of the events they cover. ``event_auth``: each event's authenticator (ledger.core.storage.
+# authenticator), written in the transaction of its event. Both append-only, like ``events``; on SQLite the key
+# is an INTEGER PRIMARY KEY, i.e. the rowid itself (one B-tree, appended at its end).
+
+_APPEND_ONLY = ("tlog_hashes", "event_auth")
+_TLOG_TABLES = {
+    "sqlite": {
+        "tlog_hashes": "CREATE TABLE IF NOT EXISTS tlog_hashes (id INTEGER PRIMARY KEY CHECK (id >= 0), "
+        "hash BLOB NOT NULL CHECK (length(hash) = 32))",
+        "event_auth": "CREATE TABLE IF NOT EXISTS event_auth (position INTEGER PRIMARY KEY CHECK (position >= 1), "
+        "mac BLOB NOT NULL CHECK (length(mac) = 32))",
+    },
+    "postgresql": {
+        "tlog_hashes": "CREATE TABLE IF NOT EXISTS tlog_hashes (id BIGINT PRIMARY KEY CHECK (id >= 0), "
+        "hash BYTEA NOT NULL CHECK (octet_length(hash) = 32))",
+        "event_auth": "CREATE TABLE IF NOT EXISTS event_auth (position BIGINT PRIMARY KEY CHECK (position >= 1), "
+        "mac BYTEA NOT NULL CHECK (octet_length(mac) = 32))",
+    },
+}
+
+
+def append_only_ddl(dialect: str, table: str) -> list[str]:
+    """``table`` and the triggers that refuse UPDATE and DELETE on it (and TRUNCATE on PostgreSQL)."""
+    if dialect == "sqlite":
+        return [
+            _TLOG_TABLES[dialect][table],
+            *(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_reject_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, '{table} is append-only: {op} rejected'); END"
+                for op in ("UPDATE", "DELETE")
+            ),
+            *(_SQLITE_SEAL_DDL if table == "event_auth" else []),
+        ]
+    return [
+        _TLOG_TABLES[dialect][table],
+        """CREATE OR REPLACE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION USING MESSAGE = TG_TABLE_NAME || ' is append-only: ' || TG_OP || ' rejected';
+           END $$""",
+        f"DROP TRIGGER IF EXISTS {table}_reject_change ON {table}",
+        f"""CREATE TRIGGER {table}_reject_change BEFORE UPDATE OR DELETE ON {table}
+            FOR EACH ROW EXECUTE FUNCTION ledger_append_only()""",
+        f"DROP TRIGGER IF EXISTS {table}_reject_truncate ON {table}",
+        f"""CREATE TRIGGER {table}_reject_truncate BEFORE TRUNCATE ON {table}
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only()""",
+    ]
+
+
+# SQLite: a group's authenticators and tree hashes in one statement, an INSERT into a view whose trigger writes
+# both tables (a statement less per group: each one hands Python's GIL round the writer threads). The rows come
+# from two blobs of 32-byte values, numbered by json_each over arrays of as many elements (trigger bodies take no
+# WITH clause). Created with the authenticators' table.
+_SQLITE_SEAL_DDL = [
+    "CREATE VIEW IF NOT EXISTS tlog_seal (first, macs, auth_keys, node, hashes, tree_keys) AS "
+    "SELECT 0, x'', '[]', 0, x'', '[]' WHERE 0",
+    """CREATE TRIGGER IF NOT EXISTS tlog_seal_write INSTEAD OF INSERT ON tlog_seal BEGIN
+       INSERT INTO event_auth (position, mac)
+         SELECT NEW.first + key, substr(NEW.macs, key * 32 + 1, 32) FROM json_each(NEW.auth_keys);
+       INSERT INTO tlog_hashes (id, hash)
+         SELECT NEW.node + key, substr(NEW.hashes, key * 32 + 1, 32) FROM json_each(NEW.tree_keys);
+       END""",
+]
+SQLITE_SEAL = "INSERT INTO tlog_seal (first, macs, auth_keys, node, hashes, tree_keys) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def seal_ddl(dialect: str) -> list[str]:
+    """What writes a group's authenticators and hashes in one statement (SQLite; nothing on PostgreSQL, whose
+    appends put them in a data-modifying WITH)."""
+    return list(_SQLITE_SEAL_DDL) if dialect == "sqlite" else []
+
+
+@functools.lru_cache(maxsize=256)
+def series_keys(count: int) -> str:
+    """A JSON array of ``count`` elements, whose json_each keys number the rows of a blob."""
+    return "[" + ",".join(["0"] * count) + "]"
+
+
+def table_exists_sql(dialect: str) -> str:
+    """One row (1) when the table named by the parameter exists in this ledger's schema."""
+    if dialect == "sqlite":
+        return "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return "SELECT 1 WHERE to_regclass(?) IS NOT NULL"
+
+
+# Consecutive rows from one blob of 32-byte values (first key, count, blob): one statement text for any number
+# of rows (no multi-row VALUES text per row count to prepare and cache), the keys of a group are consecutive.
+_SERIES = {
+    "sqlite": "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
+    "INSERT INTO {table} ({key}, {value}) SELECT ? + i, substr(?, i * 32 + 1, 32) FROM n",
+    "postgresql": "INSERT INTO {table} ({key}, {value}) SELECT ?::bigint + i, "
+    "substring(?::bytea FROM i * 32 + 1 FOR 32) FROM generate_series(0, ?::int - 1) AS i",
+}
+
+
+def series_insert(dialect: str, table: str) -> str:
+    """Insert consecutive rows of ``tlog_hashes`` or ``event_auth`` (parameters: first key, count, blob on
+    PostgreSQL; count, first key, blob on SQLite: see :func:`series_params`)."""
+    key, value = ("id", "hash") if table == "tlog_hashes" else ("position", "mac")
+    return _SERIES[dialect].format(table=table, key=key, value=value)
+
+
+def series_params(dialect: str, first: int, blob: bytes) -> tuple[int, int, bytes] | tuple[int, bytes, int]:
+    count = len(blob) // 32
+    return (count, first, blob) if dialect == "sqlite" else (first, blob, count)
+
+
+# The head of the log with its authenticator (NULL when it has none): what a writer checks before chaining after
+# a head it did not write itself.
+_AUTH_HEAD = (
+    "SELECT position, hash, recorded_at, (SELECT mac FROM event_auth WHERE event_auth.position = events.position) "
+    "AS mac FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
+)
+VERSION_AND_AUTH_HEAD = (
+    f"SELECT COALESCE(({_STREAM_VERSION}), 0), head.position, head.hash, head.recorded_at, head.mac "
+    f"FROM (SELECT 1 AS one) AS anchor LEFT JOIN ({_AUTH_HEAD}) AS head ON anchor.one = 1"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def versions_and_auth_head_sql(streams: int) -> str:
+    """:func:`_versions_and_head_sql` with the head's authenticator as a fifth column."""
+    head = f"SELECT NULL, position, hash, recorded_at, mac FROM ({_AUTH_HEAD}) AS head"
+    versions = [f"SELECT ?, COALESCE(({_STREAM_VERSION}), 0), NULL, NULL, NULL" for _ in range(streams)]
+    return " UNION ALL ".join([head, *versions])
+
+
+def authenticated(dialect: str, bound: str = ">") -> tuple[str, int]:
+    """The events joined with their authenticators (NULL where a row has none), for a read of consecutive
+    positions from a lower bound, and how many times the read passes that bound first. On PostgreSQL the
+    authenticators are read from the same bound, or the merge join would walk them from position 1 on every page
+    of a scan; on SQLite each row's authenticator is a rowid probe anyway."""
+    if dialect == "sqlite":
+        return "events LEFT JOIN event_auth USING (position)", 0
+    return f"events LEFT JOIN (SELECT position, mac FROM event_auth WHERE position {bound} ?) AS a USING (position)", 1
+
+
+MAC_OF_ROW = "(SELECT mac FROM event_auth WHERE event_auth.position = events.position)"
+"""An event's authenticator as a column of a read of ``events`` (NULL when it has none): one primary-key probe."""

@@ -1,5 +1,5 @@
-"""The event store :class:`SqlEventStore`, made of its connection, its append path and its reads, with the
-schema's creation and the health probe."""
+"""The event store :class:`SqlEventStore`, made of its connection, its append path, its reads, its tree, its
+verification and its upgrade, with the schema's creation and the health probe."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from sqlalchemy.engine import Engine
 from ledger.core import clock as _clock
 from ledger.core.errors import StoreBusy
 from ledger.core.limits import Timeouts
+from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.engine import make_engine
-from ledger.core.storage.group_commit import MAX_GROUP, GroupCommit
-from ledger.core.storage.reads import StoreReads
-from ledger.core.storage.schema import _LEDGER_OID, _METADATA, _TRIGGERS, APPEND_LOCK, EVENTS
+from ledger.core.storage.group_commit import MAX_GROUP
+from ledger.core.storage.schema import _LEDGER_OID, _METADATA, _TRIGGERS, APPEND_LOCK, EVENTS, append_only_ddl
+from ledger.core.storage.upgrade import StoreUpgrade
+from ledger.core.storage.verify import StoreVerify
 
 PROBE_LOCK_SECONDS = 1.0  # the longest a health probe waits for the write lock before it reports "busy"
 
@@ -29,7 +31,7 @@ class Probe:
     busy: bool
 
 
-class SqlEventStore(GroupCommit, StoreReads):
+class SqlEventStore(StoreUpgrade, StoreVerify):
     """Append-only event store with a hash chain, per-stream optimistic concurrency and gapless positions.
 
     Appends from threads of one process share transactions (**group commit**): the first caller to find no
@@ -38,6 +40,13 @@ class SqlEventStore(GroupCommit, StoreReads):
     wakes each member of the group and hands the lead to the first append that queued meanwhile (which takes
     all that queued while this group was being written). A lost race or a refused row fails that append alone
     (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
+
+    Every row gets an authenticator (``event_auth``, :mod:`.authenticator`) and a leaf in the transparency-log
+    tree (``tlog_hashes``, :mod:`.tree`), both written in the transaction of the row. Every read that feeds a
+    decision or a read model checks the authenticators of the rows it returns, and an append never chains after
+    a head whose authenticator does not check. The tree's API: :meth:`tree_size`, :meth:`tree_hashes`,
+    :meth:`tree_root`, :meth:`prove_inclusion`, :meth:`prove_consistency`, :meth:`leaf_data`,
+    :meth:`build_tree`, :meth:`rebuild_tree`.
     """
 
     def __init__(
@@ -46,12 +55,18 @@ class SqlEventStore(GroupCommit, StoreReads):
         clock: _clock.Clock = _clock.now,
         timeouts: Timeouts | None = None,
         *,
+        row_key: RowKey | None,
         group_limit: int = MAX_GROUP,
         _fair_lock: bool = True,
+        _tlog: bool = True,
     ) -> None:
-        """``_fair_lock=False`` (benchmarks only) leaves SQLite writers of several processes to SQLite's busy
-        handler, as before the fair lock."""
-        super().__init__(engine, timeouts, fair_lock=_fair_lock)
+        """``row_key`` is the key of the row authenticators (:meth:`RowKey.derive` of the receipt key's secret);
+        ``row_key=None`` must be said: such a store reads without checking authenticators and cannot append.
+
+        Benchmarks only: ``_fair_lock=False`` leaves SQLite writers of several processes to SQLite's busy
+        handler, as before the fair lock; ``_tlog=False`` appends without the tree and authenticators and reads
+        without checking them, as before they existed."""
+        super().__init__(engine, timeouts, fair_lock=_fair_lock, row_key=row_key, tlog=_tlog)
         self._init_group_commit(clock, group_limit)
         self._probe: Engine | None = None
         self._probe_lock = threading.Lock()
@@ -59,7 +74,9 @@ class SqlEventStore(GroupCommit, StoreReads):
     # --- schema ---------------------------------------------------------------------------------------
 
     def create_schema(self) -> None:
-        """Create the ``events`` table, its indexes and the append-only triggers (idempotent)."""
+        """Create the ``events`` table, its indexes and the append-only triggers, the tree's table and, while the
+        log is empty, the authenticators' table (idempotent). A ledger that already has events gets the
+        authenticators' table from :meth:`authenticate_existing` alone, which authenticates its rows with it."""
         with translate_errors(self.dialect), self.engine.begin() as conn:
             _METADATA.create_all(conn, tables=[EVENTS])
             # Reads by type after a position (index catch-up, history) range-scan this instead of every row of
@@ -67,6 +84,12 @@ class SqlEventStore(GroupCommit, StoreReads):
             conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_events_type_position ON events (type, position)")
             for ddl in _TRIGGERS[self.dialect]:
                 conn.exec_driver_sql(ddl)
+        with self.write_transaction() as cur:
+            for ddl in append_only_ddl(self.dialect, "tlog_hashes"):
+                cur.execute(ddl)
+            if self._has_table(cur, "event_auth") or self._head_position(cur) == 0:
+                for ddl in append_only_ddl(self.dialect, "event_auth"):  # idempotent where it exists
+                    cur.execute(ddl)
 
     def is_initialised(self) -> bool:
         with translate_errors(self.dialect), self.engine.connect() as conn:
