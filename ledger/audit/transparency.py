@@ -303,8 +303,8 @@ class TransparencyCommands:
             return roots, head
         acc = merkle.CompactRange()
         last = min(wanted[-1], head)
-        for rec in self.kernel.store.iter_records(until=last):
-            acc.append(merkle.leaf_hash(bytes.fromhex(rec.hash)))
+        for _, hash_hex in self.kernel.store.chain_hashes(last):
+            acc.append(merkle.leaf_hash(bytes.fromhex(hash_hex)))
             if acc.size in targets:
                 roots[acc.size] = acc.root()
         return roots, head

@@ -17,14 +17,15 @@ from ledger.core.tlog import merkle, note
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.integration.test_tamper import disable_chain_triggers, rewrite_from
-from tests.integration.test_tlog_ledger import forge_tree, grow
+from tests.integration.test_tlog_ledger import grow, holding, insider_rewrite
 from tests.server_support import HTTP_TIMEOUT, running
 
 ALICE = Actor("alice", "rest")
 
 
 def settings_for(tmp_path: Path, **extra: object) -> Settings:
-    return Settings(home=tmp_path, checkpoint_every_events=1, checkpoint_every_minutes=0, **extra)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"checkpoint_every_events": 1, "checkpoint_every_minutes": 0, **extra}
+    return Settings(home=tmp_path, **fields)  # type: ignore[arg-type]
 
 
 def cli(tmp_path: Path, url: str | None, *args: str) -> tuple[int, str, str]:
@@ -166,11 +167,9 @@ def test_follow_keeps_state_and_names_a_fork_after_a_rewrite(
     assert first[0] == 0 and "first checkpoint kept" in first[1]
     assert second[0] == 0 and "consistent" in second[1] and kept_second != kept_first
 
-    # An attacker with the database and the signing key rewrites history, rebuilds the tree to match, drops the
-    # kept checkpoints and signs the forged tree: the ledger now serves a validly signed checkpoint of another log.
-    disable_chain_triggers(ledger.store)
-    rewrite_from(ledger.store, 3, "note 0", "note Z")
-    forge_tree(ledger.store)
+    # An insider with the database and the key files rewrites history, reseals it, drops the kept checkpoints and
+    # signs the forged tree: the ledger now serves a validly signed checkpoint of another log.
+    insider_rewrite(ledger, "note 0", "note Z")
     with ledger.store.engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM tlog_checkpoints")
     size = ledger.store.tree_size()
@@ -194,6 +193,6 @@ def test_verify_takes_a_note_file_and_names_it_when_the_log_no_longer_holds_it(
     code, printed, said = cli(tmp_path, db_url, "verify", "--checkpoint", str(kept))
     assert code == 0 and "tree checkpoints: 1 of 1 held" in printed, said
     disable_chain_triggers(ledger.store)
-    rewrite_from(ledger.store, 4, "note 1", "note Q")
+    rewrite_from(ledger.store, holding(ledger, "note 1"), "note 1", "note Q")
     code, printed, said = cli(tmp_path, db_url, "verify", "--checkpoint", str(kept))
     assert code == 1 and str(kept) in said and "rewritten" in said

@@ -104,21 +104,64 @@ def test_bundles_verify_offline_for_every_covered_event(ledger: Ledger) -> None:
     assert "tlog checkpoint" in caught.value.hint
 
 
-def forge_tree(store: SqlEventStore) -> None:
-    """An attacker who rewrote the chain also rewrites the stored tree to match it (pure hashing, no key needed)."""
-    hashes: list[bytes] = []
-    for i, rec in enumerate(store.iter_records()):
-        hashes.extend(
-            merkle.new_stored_hashes(i, merkle.leaf_hash(bytes.fromhex(rec.hash)), lambda ix: [hashes[j] for j in ix])
-        )
+def unprotect(store: SqlEventStore) -> None:
+    """Drop the append-only and chain triggers of the events, their authenticators and the tree."""
+    disable_chain_triggers(store)
     if store.dialect == "sqlite":
-        raw(store, "DROP TRIGGER IF EXISTS tlog_hashes_reject_update")
-        raw(store, "DROP TRIGGER IF EXISTS tlog_hashes_reject_delete")
+        for table in ("event_auth", "tlog_hashes"):
+            for op in ("update", "delete"):
+                raw(store, f"DROP TRIGGER IF EXISTS {table}_reject_{op}")
     else:
-        raw(store, "ALTER TABLE tlog_hashes DISABLE TRIGGER USER")
+        for table in ("event_auth", "tlog_hashes"):
+            raw(store, f"ALTER TABLE {table} DISABLE TRIGGER USER")
+
+
+def raw_hashes(store: SqlEventStore) -> list[tuple[int, str]]:
+    with store.engine.connect() as conn:
+        return [
+            (int(p), str(h)) for p, h in conn.exec_driver_sql("SELECT position, hash FROM events ORDER BY position")
+        ]
+
+
+def reseal(store: SqlEventStore) -> None:
+    """What an insider holding the ledger's key files does after rewriting rows: authenticate every row again and
+    rebuild the stored tree to match the log as it now is. The ledger then serves the forged log without a
+    complaint; only what was kept outside it (checkpoints, witnesses, a follower's state) can tell."""
+    key = store.row_key
+    assert key is not None
+    rows = raw_hashes(store)
+    raw(store, "DELETE FROM event_auth")
     raw(store, "DELETE FROM tlog_hashes")
+    hashes: list[bytes] = []
+    for i, (position, hex_hash) in enumerate(rows):
+        raw(store, "INSERT INTO event_auth (position, mac) VALUES (?, ?)", (position, key.mac(bytes.fromhex(hex_hash))))
+        leaf = merkle.leaf_hash(bytes.fromhex(hex_hash))
+        hashes.extend(merkle.new_stored_hashes(i, leaf, lambda ix: [hashes[j] for j in ix]))
     for i, h in enumerate(hashes):
         raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (i, h))
+    store._head = None  # the writes bypassed the store's cached head
+
+
+def holding(ledger: Ledger, text: str) -> int:
+    """The position of the (first) event whose payload holds ``text``."""
+    return next(r.position for r in ledger.store.iter_records() if text in r.data_json)
+
+
+def insider_rewrite(ledger: Ledger, old: str, new: str, append: int = 0, sid: str | None = None) -> int:
+    """Rewrite the event holding ``old``, re-hash the chain after it, append ``append`` forged searches for ``sid``,
+    and reseal: an attacker with the database and the ledger's key files. Returns the rewritten position."""
+    position = holding(ledger, old)
+    unprotect(ledger.store)
+    rewrite_from(ledger.store, position, old, new)
+    for _ in range(append):
+        head, head_hash = raw_hashes(ledger.store)[-1]
+        with ledger.store.engine.connect() as conn:
+            version = conn.exec_driver_sql(
+                ledger.store.sql("SELECT MAX(version) FROM events WHERE stream = ?"), (f"session:{sid}",)
+            ).scalar()
+        raw(ledger.store, INSERT, forged_search(ledger.store, str(sid), head + 1, int(version) + 1, head_hash))
+    reseal(ledger.store)
+    return position
 
 
 def test_a_rewrite_rehashed_to_the_end_cannot_hide_from_a_kept_checkpoint(ledger: Ledger) -> None:
@@ -127,15 +170,10 @@ def test_a_rewrite_rehashed_to_the_end_cannot_hide_from_a_kept_checkpoint(ledger
     kept = ledger.sign_tlog_checkpoint()
     old = opened(ledger, kept.note)
     assert [f.problem for f in ledger.check_checkpoint_notes([("kept.note", kept.note)])] == [None]
-    # the attacker rewrites event 5, re-hashes the chain after it, appends two rows of its own and rebuilds the
-    # stored tree to match: everything an attacker with the database (and no key) can do
-    disable_chain_triggers(ledger.store)
-    rewrite_from(ledger.store, 5, "note 2", "note X")
-    for _ in range(2):
-        head, head_hash = ledger.store.head()
-        version = max(r.version for r in ledger.store.iter_records(stream=f"session:{sid}"))
-        raw(ledger.store, INSERT, forged_search(ledger.store, sid, head + 1, version + 1, head_hash))
-    forge_tree(ledger.store)
+    # an insider rewrites event 5, re-hashes the chain after it, appends two rows of its own, authenticates them
+    # all and rebuilds the stored tree to match: everything an attacker with the database and the key files can do
+    insider_rewrite(ledger, "note 2", "note X", append=2, sid=sid)
+    assert ledger.verify().ok  # the ledger itself sees nothing wrong
     size = ledger.store.tree_size()
     assert size == old.size + 2
     # the note kept elsewhere names the file and what broke

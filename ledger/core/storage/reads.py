@@ -140,6 +140,14 @@ class StoreReads(StoreConnection):
         for page in self._pages(_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
             yield from (StoredRecord(*r[:10]) for r in page) if self.checker else itertools.starmap(StoredRecord, page)
 
+    def chain_hashes(self, until: int, batch_size: int = 20_000) -> Iterator[tuple[int, str]]:
+        """Every position up to ``until`` with its chain hash, as the table holds them, authenticators NOT checked:
+        for recomputing tree roots to compare with checkpoints signed earlier (``verify --checkpoint``), which ask
+        of the log only that its hashes still make the root they signed. Nothing is decided on these rows."""
+        for page in self._pages("position, hash", 0, until, None, None, None, batch_size, hash_at=None):
+            for position, hash_hex in page:
+                yield int(position), str(hash_hex)
+
     def iter_events(
         self,
         after: int = 0,
