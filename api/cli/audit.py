@@ -187,6 +187,13 @@ def verify_stamp(
                 f"event {result.position} · session {result.session_id} · agent {result.agent} · "
                 f"{result.count} memories · {result.recorded_at}"
             )
+            # The receipt leads to its place in the transparency log: a bundle anyone can check offline.
+            out.print(
+                f"proof that the log holds it: `compliance-ledger tlog prove {result.position}` (or GET "
+                f"/tlog/inclusion?index={(result.position or 1) - 1}&size=<a checkpoint's size>), checked with "
+                "`compliance-ledger tlog verify-proof`",
+                soft_wrap=True,
+            )
     raise typer.Exit(0 if result.valid else 1)
 
 

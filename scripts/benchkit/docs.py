@@ -21,7 +21,22 @@ STARTUP = "## Start-up (scripts/bench_startup.py)"
 RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
 UI = "## Dashboard page load (scripts/bench_ui.py)"
 RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
-SECTIONS = (ANCHOR, MEMORY, ENFORCEMENT, SERVE, WRITERS, TLOG, RSS, COLDSTART, STARTUP, RETRIEVAL, UI, RECALL_FRAMES)
+PROOFS = "## Offline proof checks (scripts/bench_tlog.py)"
+SECTIONS = (
+    ANCHOR,
+    MEMORY,
+    ENFORCEMENT,
+    SERVE,
+    WRITERS,
+    TLOG,
+    PROOFS,
+    RSS,
+    COLDSTART,
+    STARTUP,
+    RETRIEVAL,
+    UI,
+    RECALL_FRAMES,
+)
 
 
 def find_heading(doc: str, heading: str) -> int:

@@ -6,6 +6,7 @@ database and no home; `tlog follow` keeps client-side state and exits 1 naming t
 from __future__ import annotations
 
 import base64
+import time
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.integration.test_tamper import disable_chain_triggers, rewrite_from
 from tests.integration.test_tlog_ledger import grow, holding, insider_rewrite
-from tests.server_support import HTTP_TIMEOUT, running
+from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, running
 
 ALICE = Actor("alice", "rest")
 
@@ -196,3 +197,30 @@ def test_verify_takes_a_note_file_and_names_it_when_the_log_no_longer_holds_it(
     rewrite_from(ledger.store, holding(ledger, "note 1"), "note 1", "note Q")
     code, printed, said = cli(tmp_path, db_url, "verify", "--checkpoint", str(kept))
     assert code == 1 and str(kept) in said and "rewritten" in said
+
+
+def test_serve_signs_a_new_checkpoint_as_the_log_grows(make_ledger: LedgerFactory, tmp_path: Path) -> None:
+    ledger = make_ledger()
+    grow(ledger, 2)
+    log = note.parse_vkey(ledger.tlog_vkey())
+    settings = settings_for(tmp_path, checkpoint_every_events=3)
+
+    def served_size(http: httpx.Client, base: str, at_least: int) -> int:
+        """Poll GET /checkpoint until it covers ``at_least`` leaves (readiness, not timing)."""
+        deadline = time.monotonic() + READY_WITHIN
+        while True:
+            answer = http.get(f"{base}/checkpoint")
+            if answer.status_code == 200:
+                size = note.open_checkpoint(answer.text, log).checkpoint.size
+                if size >= at_least:
+                    return size
+            assert time.monotonic() < deadline, f"no checkpoint of {at_least} leaves: {answer.text}"
+            time.sleep(0.05)
+
+    with running(ledger, settings) as base, httpx.Client(timeout=HTTP_TIMEOUT) as http:
+        sid = http.post(f"{base}/sessions", json={"role": "dev"}).json()["session_id"]
+        first = served_size(http, base, 1)
+        for i in range(4):
+            http.post(f"{base}/memory/blocks", json={"content": f"a fact worth keeping {i}", "session_id": sid})
+        grown = served_size(http, base, first + 3)
+    assert grown >= first + 3

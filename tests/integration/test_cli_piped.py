@@ -48,12 +48,13 @@ def test_verify_stamp_piped_prints_its_verdict_once_and_the_event_on_one_line(
     run = piped(tmp_path, db_url, "verify-stamp", receipt)
 
     assert run.returncode == 0, run.stderr
-    first, second = run.stdout.splitlines()
+    first, second, third = run.stdout.splitlines()
     assert first == "genuine: signed by this ledger and matching the recorded stamp event"
     assert second == (
         f"event {verdict.position} · session {sid} · agent {LONG_AGENT} · 1 memories · {verdict.recorded_at}"
     )
     assert len(second) > 80
+    assert f"compliance-ledger tlog prove {verdict.position}" in third  # the receipt leads to its proof bundle
 
 
 def test_verify_stamp_offline_piped_says_genuine_once(make_ledger: LedgerFactory, tmp_path: Path) -> None:
@@ -66,7 +67,7 @@ def test_verify_stamp_offline_piped_says_genuine_once(make_ledger: LedgerFactory
     run = piped(tmp_path / "empty", nowhere, "verify-stamp", receipt, "--public-key", str(public))
 
     assert run.returncode == 0, run.stderr
-    first, second = run.stdout.splitlines()
+    first, second, _bundle = run.stdout.splitlines()
     key_id = ledger.public_key().key_id
     assert first == (
         f"genuine: signed by ledger key {key_id} (offline: whether the log still holds the event was not checked; "
