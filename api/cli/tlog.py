@@ -1,7 +1,9 @@
-"""``compliance-ledger tlog``: the ledger as a standard transparency log — sign a C2SP ``checkpoint``, print the
-``vkey``, write an offline proof bundle (``prove``), check one with no database (``verify-proof``), watch a ledger from
-outside (``follow``) — and ``tlog witness``, a c2sp.org/tlog-witness witness for other logs (``init`` makes its key,
-``serve`` answers add-checkpoint; it needs no ledger home and no database)."""
+"""``compliance-ledger tlog``: the ledger as a standard transparency log, and a witness for other logs.
+
+The ledger's side: sign a C2SP ``checkpoint``, print the ``vkey``, write an offline proof bundle (``prove``), check one
+with no database (``verify-proof``), watch a ledger from outside (``follow``). ``tlog witness`` runs a
+c2sp.org/tlog-witness witness (``init`` makes its key, ``serve`` answers add-checkpoint; no ledger home, no database).
+"""
 
 from __future__ import annotations
 

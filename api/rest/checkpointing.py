@@ -1,8 +1,8 @@
-"""HTTP side of signed checkpoints: ``GET /checkpoints/latest``, ``GET /keys/public``, and the background writers
-that ``serve`` runs: whenever ``LEDGER_CHECKPOINT_EVERY_EVENTS`` events or ``LEDGER_CHECKPOINT_EVERY_MINUTES`` have
-passed since the last one (one at start and one at shutdown), a JSON checkpoint of the chain head appended to the
-checkpoint file, and a C2SP checkpoint of the Merkle tree, cosigned by the witnesses and kept in the database
-(``GET /checkpoint``).
+"""HTTP side of signed checkpoints: ``GET /checkpoints/latest``, ``GET /keys/public``, and the background writers.
+
+``serve`` writes, whenever ``LEDGER_CHECKPOINT_EVERY_EVENTS`` events or ``LEDGER_CHECKPOINT_EVERY_MINUTES`` have
+passed since the last one (and at shutdown), a JSON checkpoint of the chain head to the checkpoint file, and a C2SP
+checkpoint of the Merkle tree, cosigned by the witnesses and kept in the database (``GET /checkpoint``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import base64
 from typing import Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from api.rest.context import Caller
@@ -51,7 +51,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @routes.get(
         "/checkpoint",
-        response_class=PlainTextResponse,
+        response_class=Response,
         responses={200: {"content": {NOTE_TYPE: {}}, "description": "a c2sp.org/tlog-checkpoint signed note"}},
     )
     async def checkpoint(who: Caller) -> Any:
@@ -69,7 +69,11 @@ def router(ledger: Ledger) -> APIRouter:
 
         return PlainTextResponse(await who.run(latest), media_type=NOTE_TYPE)
 
-    @routes.get("/tlog/vkey", response_class=PlainTextResponse)
+    @routes.get(
+        "/tlog/vkey",
+        response_class=Response,
+        responses={200: {"content": {NOTE_TYPE: {}}, "description": "the signed-note verifier key, one line"}},
+    )
     async def vkey(who: Caller) -> Any:
         """The verifier key of the ledger's checkpoints, in the signed-note format (name+key ID+base64 key)."""
         return PlainTextResponse(await who.run(lambda _actor: ledger.tlog_vkey() + "\n"), media_type=NOTE_TYPE)

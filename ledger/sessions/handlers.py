@@ -10,7 +10,7 @@ import threading
 from ledger.anchor import decisions as anchoring
 from ledger.anchor import project as project_context
 from ledger.core import signing
-from ledger.core.errors import Conflict, InvalidInput, NotFound
+from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotFound
 from ledger.core.events import (
     AnchorLocked,
     ComplianceRefused,
@@ -217,7 +217,15 @@ class SessionCommands:
         problem = stamps.signature_problem(parsed, public=self.kernel.verifying_key(), hmac_key=self.kernel.key)
         if problem is not None:
             return StampVerification(valid=False, reason=problem, scheme=parsed.claims.scheme)
-        return stamps.check_record(self.kernel.store.get(parsed.claims.position), parsed.claims)
+        try:
+            record = self.kernel.store.get(parsed.claims.position)
+        except IntegrityViolation as exc:  # the stamp's event was altered, or not written by this ledger
+            return StampVerification(
+                valid=False,
+                reason=f"the log's event behind this stamp was altered or forged: {exc.message}",
+                scheme=parsed.claims.scheme,
+            )
+        return stamps.check_record(record, parsed.claims)
 
     def compliance_report(
         self,
