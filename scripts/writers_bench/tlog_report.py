@@ -66,8 +66,8 @@ def section(
         f"The gate's read: `load_stream` of a session of {GATE_EVENTS} events (what",
         "`assert_compliance` reads), each of the sessions of a database read once per round in a shuffled order,",
         f"{rounds} rounds interleaved between a store that checks every row's authenticator (read beside it, one",
-        "primary-key probe per row, the row's hash recomputed from its columns and an HMAC-SHA256 per row) and one that"
-        "does not (`row_key=None, _tlog=False`),",
+        "primary-key probe per row, the row's hash recomputed from its columns and an HMAC-SHA256 per row) and one",
+        "that does not (`row_key=None, _tlog=False`),",
         "on the same database. *Scan*: a replay's read, `iter_events()` of the whole log decoded (pages of 5,000,",
         "the authenticators read in a merge of the two primary keys), per event, once per round each.",
         "",
