@@ -1,17 +1,16 @@
-"""The enforcement rules file (seed 004, sections 4.1 and 8.2): loaded and checked into a :class:`RuleSet` that
-gives each agent its rule for a tool and action, after the global switch and the rollout."""
+"""The enforcement rules file (seed 004, sections 4.1 and 8.2): read by the one resource loader (:data:`RULES_FILE`)
+and checked into a :class:`RuleSet` that gives each agent its rule for a tool and action, after the global switch
+and the rollout."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
+from ledger.core.resources import YamlFile
 from ledger.enforcement.levels import EnforcementLevel, Progressive, effective_level
 from ledger.enforcement.schemas import SCHEMAS, context_fields
 from projections.enforcement import AgentToolStats
@@ -114,21 +113,9 @@ class RuleSet:
 
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
-    """Load and check a rules file (the shipped ``ledger/enforcement/enforcement_rules.yaml`` when ``path`` is None)."""
-    if path is None:
-        text = resources.files("ledger.enforcement").joinpath(DEFAULT_RULES).read_text(encoding="utf-8")
-        source = f"(default) ledger/enforcement/{DEFAULT_RULES}"
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise EnforcementConfigError(f"cannot read the enforcement rules {path}: {exc}") from exc
-        source = str(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise EnforcementConfigError(f"{source} is not valid YAML: {exc}") from exc
-    return parse_rules(data, source)
+    """Load and check a rules file (the shipped ``ledger/enforcement/enforcement_rules.yaml`` when ``path`` is None,
+    parsed once per process)."""
+    return RULES_FILE.load(path)
 
 
 def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
@@ -258,3 +245,8 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
         source=source,
         conditional={k: v for k, v in conditional.items() if v},
     )
+
+
+RULES_FILE: Final = YamlFile(
+    "ledger.enforcement", DEFAULT_RULES, "the enforcement rules", parse_rules, EnforcementConfigError
+)
