@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 from ledger.core.resources import YamlFile
@@ -177,7 +178,7 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
                 raise fail(
                     f"{key}.{name}", f"must be a single value (a string, number, true/false or null), not {wanted!r}"
                 )
-        return dict(found) or None
+        return MappingProxyType(dict(found)) if found else None
 
     def rule(tool: str, action: str, raw: Any, key: str) -> Rule:
         spec = mapping(raw, key, ["level", "required_params", "fail_open", "conditions"])
@@ -236,14 +237,17 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
             enabled=flag(agent.get("enabled"), f"{key}.enabled", True),
             level=None if agent_level is None else level(agent_level, f"{key}.level"),
         )
+    # read-only: the shipped rules are parsed once and shared by every ledger of the process
     return RuleSet(
         enabled=flag(root.get("enabled"), "enforcement.enabled", True),
         default_level=default_level,
         progressive=progressive,
-        rollout=Rollout(count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), agents),
-        rules=rules,
+        rollout=Rollout(
+            count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), MappingProxyType(agents)
+        ),
+        rules=MappingProxyType(rules),
         source=source,
-        conditional={k: v for k, v in conditional.items() if v},
+        conditional=MappingProxyType({k: v for k, v in conditional.items() if v}),
     )
 
 

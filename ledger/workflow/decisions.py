@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlparse
 
@@ -99,15 +100,16 @@ def parse_workflow(data: Any, source: str = "(inline)") -> Workflow:
     types_raw = data.get("types")
     if not isinstance(types_raw, dict) or not types_raw:
         raise fail("types must map each task type to its transition table")
-    types: dict[str, dict[str, Rule]] = {}
+    types: dict[str, Mapping[str, Rule]] = {}
     for type_name, table in types_raw.items():
         if not isinstance(table, dict) or not table:
             raise fail(f"type {type_name!r} has no transitions")
         rules: dict[str, Rule] = {}
         for key, spec in table.items():
             rules[str(key)] = _rule(str(key), spec, statuses, roles, fail)
-        types[str(type_name)] = rules
-    return Workflow(statuses, claimable, roles, human_roles, types, source)
+        types[str(type_name)] = MappingProxyType(rules)
+    # read-only: the shipped table is parsed once and shared by every ledger of the process
+    return Workflow(statuses, claimable, roles, human_roles, MappingProxyType(types), source)
 
 
 def _names(value: Any, what: str, fail: Any, *, allow_empty: bool = False) -> tuple[str, ...]:
