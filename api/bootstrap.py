@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING
 
 from api.settings import Settings
 from ledger.core import clock as _clock
-from ledger.core import signing
-from ledger.core.errors import InvalidInput
+from ledger.core import receipt_key, signing
+from ledger.core.receipt_key import ReceiptKey
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
-from ledger.enforcement.decisions import EnforcementConfigError, RuleSet, load_rules
-from ledger.service import Actor, Ledger, LedgerConfig, ProgressBars
-from ledger.sessions import receipts
-from ledger.workflow.decisions import Workflow, WorkflowError, load_workflow
+from ledger.enforcement.rules import RULES_FILE
+from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
+from ledger.workflow.table import TABLE
 from projections import embedder
 from projections.search_index import SearchIndex
 
@@ -34,9 +33,7 @@ class InitReport:
     signing_key_created: bool
 
 
-def _build(
-    settings: Settings, key: receipts.ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock
-) -> Ledger:
+def _build(settings: Settings, key: ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock) -> Ledger:
     store = SqlEventStore(
         make_engine(settings.db_url, settings.timeouts),
         clock=clock,
@@ -48,7 +45,9 @@ def _build(
         index=search_index(store, settings),
         key=key,
         signer=signer,
-        config=LedgerConfig(
+        config=LedgerConfig(snapshot_every=settings.snapshot_every_events),
+        clock=clock,
+        capabilities=CapabilityConfig(
             token_ttl=settings.token_ttl,
             require_anchor=settings.require_anchor,
             project_roots=tuple(settings.project_roots),
@@ -57,13 +56,16 @@ def _build(
             anchor_challenge_ttl=settings.anchor_challenge_ttl,
             anchor_challenge_required=settings.anchor_challenge_required,
             idle_timeout=settings.idle_timeout,
-            snapshot_every=settings.snapshot_every_events,
-            workflow=_workflow(settings),
-            enforcement_rules=_enforcement_rules(settings),
+            workflow=TABLE.setting(
+                settings.workflow_file, "fix the workflow table, or unset LEDGER_WORKFLOW_FILE to use the default"
+            ),
+            enforcement_rules=RULES_FILE.setting(
+                settings.enforcement_rules_file,
+                "fix the rules file, or unset LEDGER_ENFORCEMENT_RULES_FILE to use the default",
+            ),
             witnesses=settings.witness_list,
             min_cosignatures=settings.checkpoint_min_cosignatures,
         ),
-        clock=clock,
     )
 
 
@@ -89,23 +91,6 @@ def _embedding_index(store: SqlEventStore) -> EmbeddingIndex:
     return EmbeddingIndex(store)
 
 
-def _workflow(settings: Settings) -> Workflow:
-    try:
-        return load_workflow(settings.workflow_file)
-    except WorkflowError as exc:
-        raise InvalidInput(
-            str(exc), "fix the workflow table, or unset LEDGER_WORKFLOW_FILE to use the default"
-        ) from exc
-
-
-def _enforcement_rules(settings: Settings) -> RuleSet:
-    try:
-        return load_rules(settings.enforcement_rules_file)
-    except EnforcementConfigError as exc:
-        hint = "fix the rules file, or unset LEDGER_ENFORCEMENT_RULES_FILE to use the default"
-        raise InvalidInput(str(exc), hint) from exc
-
-
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
     """Open an initialised ledger (raises NotInitialised when the receipt key is missing).
 
@@ -113,7 +98,7 @@ def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
     receipts) says to run ``init``, which creates it.
     """
     signer = signing.load_signing_key(settings.signing_key_path) if settings.signing_key_path.exists() else None
-    return _build(settings, receipts.load_key(settings.key_path), signer, clock)
+    return _build(settings, receipt_key.load_key(settings.key_path), signer, clock)
 
 
 def initialise(
@@ -129,7 +114,7 @@ def initialise(
     ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready). A ledger
     from before row authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
     """
-    key, key_created = receipts.create_key(settings.key_path)
+    key, key_created = receipt_key.create_key(settings.key_path)
     signer, signer_created = signing.create_signing_key(settings.signing_key_path)
     ledger = _build(settings, key, signer, clock)
     try:

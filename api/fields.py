@@ -16,6 +16,7 @@ from pydantic import Field
 
 from ledger.anchor.proof import MAX_PROOF_CHARS, TIERS
 from ledger.brain.decisions import MAX_CONTEXT_CHARS, MIN_CONTRIBUTION_CHARS
+from ledger.core.limits import MAX_LIMIT, MAX_QUERY_CHARS
 from ledger.memory import decisions as memory
 from ledger.memory.recall import FRAMES, MAX_TOP_K
 from ledger.sessions import decisions as sessions
@@ -134,12 +135,12 @@ CATEGORY = described(
     pattern=memory.CATEGORY_PATTERN,
 )
 QUERY = described(
-    "what you are looking for, in words, e.g. 'database migrations'", minLength=1, maxLength=memory.MAX_QUERY_CHARS
+    "what you are looking for, in words, e.g. 'database migrations'", minLength=1, maxLength=MAX_QUERY_CHARS
 )
 RECALL_QUERY = described(
-    "what the task is about; omit to get the strongest blocks", minLength=1, maxLength=memory.MAX_QUERY_CHARS
+    "what the task is about; omit to get the strongest blocks", minLength=1, maxLength=MAX_QUERY_CHARS
 )
-LIMIT = described("how many hits to return at most", minimum=1, maximum=memory.MAX_LIMIT)
+LIMIT = described("how many hits to return at most", minimum=1, maximum=MAX_LIMIT)
 FRAME = described(
     "self: identity and values; attention: relevant knowledge; task: goals and context", enum=list(FRAMES)
 )

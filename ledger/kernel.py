@@ -1,6 +1,9 @@
-"""The kernel every capability stands on: who acts (:class:`Actor`), the behaviour settings, and the store with
-the one door for appends and the retry on a lost race (:class:`Kernel`). The façade (``ledger.service``) hands it
-to each capability's handlers.
+"""The kernel every capability stands on: who acts (:class:`Actor`), its own settings, and the store with the one
+door for appends and the retry on a lost race (:class:`Kernel`). The façade (``ledger.service``) hands it to each
+capability's handlers.
+
+The kernel imports no capability (``tests/unit/test_architecture.py`` holds it): what a capability is configured
+with (its workflow table, its rules, its time limits) goes to that capability's constructor, not here.
 """
 
 from __future__ import annotations
@@ -10,19 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ledger.anchor import project as project_context
+from ledger.core import access, signing
 from ledger.core import clock as _clock
-from ledger.core import signing
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
+from ledger.core.receipt_key import ReceiptKey
 from ledger.core.storage import SqlEventStore
-from ledger.core.tlog.policy import Witness
-from ledger.enforcement.decisions import RuleSet, load_rules
-from ledger.keys import access
-from ledger.sessions import receipts
-from ledger.workflow.decisions import Workflow, load_workflow
 from projections import snapshots
-from projections.active_hours import IDLE_TIMEOUT
 from projections.search_index import SearchIndex
 
 Source = Literal["mcp", "rest", "cli"]
@@ -35,7 +32,7 @@ LEDGER_STREAM = "ledger"  # the stream that binds the ledger to its receipt and 
 class Actor:
     """Who is acting (from the credential), in which role, and through which front end.
 
-    ``role`` is the API key's (``agent`` | ``auditor`` | ``admin``; see :mod:`ledger.keys.access`); ``admin=True`` is
+    ``role`` is the API key's (``agent`` | ``auditor`` | ``admin``; see :mod:`ledger.core.access`); ``admin=True`` is
     shorthand for ``role="admin"`` and always equals ``role == "admin"``. ``by_key`` says the identity was
     proven by an API key, which is what limits an agent's reads to its own.
     """
@@ -57,22 +54,10 @@ class Actor:
 
 @dataclass(frozen=True)
 class LedgerConfig:
-    """Behaviour settings of the service (adapters build it from their settings)."""
+    """The kernel's own settings (the capabilities' are given to their constructors by the composition root)."""
 
-    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)
-    max_conflict_retries: int = 20
-    require_anchor: bool = False
-    project_roots: tuple[str, ...] = ()
-    context_paths: tuple[str, ...] = project_context.DEFAULT_CONTEXT_PATHS
-    external_context: tuple[str, ...] = ()  # absolute dirs or documents CTX: citations may also name
-    anchor_challenge_ttl: _dt.timedelta = _dt.timedelta(minutes=10)  # how long a proof may answer a challenge
-    anchor_challenge_required: bool = False  # refuse proofs that answer no challenge
-    idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
+    max_conflict_retries: int = 20  # load-decide-append attempts before a request gives up on a busy stream
     snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
-    workflow: Workflow = field(default_factory=load_workflow)
-    enforcement_rules: RuleSet = field(default_factory=load_rules)
-    witnesses: tuple[Witness, ...] = ()  # asked to cosign every transparency-log checkpoint
-    min_cosignatures: int | None = None  # cosignatures a checkpoint needs (None: every witness)
 
 
 @dataclass
@@ -85,7 +70,7 @@ class Kernel:
 
     store: SqlEventStore
     index: SearchIndex
-    key: receipts.ReceiptKey
+    key: ReceiptKey
     config: LedgerConfig = field(default_factory=LedgerConfig)
     clock: _clock.Clock = _clock.now
     signer: signing.SigningKey | None = None  # Ed25519: new receipts and checkpoints

@@ -1,11 +1,15 @@
 """The façade every adapter (MCP, REST, CLI) calls: one :class:`Ledger` composed of the capabilities' handlers.
 
 Each capability owns its handlers and caches (``ledger.<capability>.handlers``); the façade builds them on one
-:class:`~ledger.kernel.Kernel` and names their commands in one place. The caller's identity arrives as an
-:class:`Actor` built by the adapter from a credential, never from a tool argument.
+:class:`~ledger.kernel.Kernel`, hands each the part of :class:`CapabilityConfig` it is configured with, and names
+their commands in one place. The caller's identity arrives as an :class:`Actor` built by the adapter from a
+credential, never from a tool argument.
 """
 
 from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
 
 from ledger.anchor.handlers import AnchorCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
@@ -14,22 +18,29 @@ from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
+from ledger.core.receipt_key import ReceiptKey
 from ledger.core.storage import SqlEventStore
+from ledger.core.tlog.policy import Witness
 from ledger.enforcement.handlers import EnforcementCommands
+from ledger.enforcement.rules import RULES_FILE, RuleSet
 from ledger.hooks.handlers import HookCommands
 from ledger.kernel import Actor, Kernel, LedgerConfig, Source, check_agent
 from ledger.keys.handlers import API_KEYS_STREAM, KeyCommands
 from ledger.memory.handlers import MemoryCommands
-from ledger.sessions import receipts
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.handlers import SessionCommands
+from ledger.sessions.project import DEFAULT_CONTEXT_PATHS
+from ledger.workflow.decisions import Workflow
 from ledger.workflow.handlers import WorkflowCommands
+from ledger.workflow.table import TABLE
 from projections import snapshots as _snapshots
+from projections.active_hours import IDLE_TIMEOUT
 from projections.search_index import SearchIndex
 
 __all__ = [
     "API_KEYS_STREAM",
     "Actor",
+    "CapabilityConfig",
     "CheckpointFinding",
     "Ledger",
     "LedgerConfig",
@@ -38,6 +49,26 @@ __all__ = [
     "Source",
     "check_agent",
 ]
+
+
+@dataclass(frozen=True)
+class CapabilityConfig:
+    """What the capabilities are configured with (the kernel's own settings are :class:`LedgerConfig`); the
+    :class:`Ledger` hands each capability its part. ``workflow`` and ``enforcement_rules`` left ``None`` are the
+    shipped files (``ledger.core.resources``: parsed once per process)."""
+
+    token_ttl: _dt.timedelta | None = _dt.timedelta(minutes=30)  # a search's (or recall's) token; None: until used
+    require_anchor: bool = False  # the gate stamps only a session with a validated anchor
+    project_roots: tuple[str, ...] = ()  # where a working directory may lie
+    context_paths: tuple[str, ...] = DEFAULT_CONTEXT_PATHS  # the context files whose PHASE is read
+    external_context: tuple[str, ...] = ()  # absolute dirs or documents CTX: citations may also name
+    anchor_challenge_ttl: _dt.timedelta = _dt.timedelta(minutes=10)  # how long a proof may answer a challenge
+    anchor_challenge_required: bool = False  # refuse proofs that answer no challenge
+    idle_timeout: _dt.timedelta = IDLE_TIMEOUT  # an open session stops being active this long after its last event
+    workflow: Workflow | None = None  # the workflow table; None: the shipped one
+    enforcement_rules: RuleSet | None = None  # the enforcement rules; None: the shipped ones
+    witnesses: tuple[Witness, ...] = ()  # asked to cosign every transparency-log checkpoint
+    min_cosignatures: int | None = None  # cosignatures a checkpoint needs (None: every witness)
 
 
 class Ledger:
@@ -51,24 +82,40 @@ class Ledger:
         self,
         store: SqlEventStore,
         index: SearchIndex,
-        key: receipts.ReceiptKey,
+        key: ReceiptKey,
         config: LedgerConfig | None = None,
         clock: _clock.Clock = _clock.now,
         signer: signing.SigningKey | None = None,
+        capabilities: CapabilityConfig | None = None,
     ) -> None:
+        cap = capabilities or CapabilityConfig()
         self.kernel = Kernel(store, index, key, config or LedgerConfig(), clock, signer)
         self.grants = SessionGrants(self.kernel)
-        self.sessions = SessionCommands(self.kernel, self.grants)
-        self.anchors = AnchorCommands(self.kernel, self.grants, self.sessions)
-        self.memory = MemoryCommands(self.kernel, self.grants)
-        self.tasks = WorkflowCommands(self.kernel, self.grants)
-        self.enforcement = EnforcementCommands(self.kernel, self.grants, self.tasks)
+        self.sessions = SessionCommands(
+            self.kernel,
+            self.grants,
+            token_ttl=cap.token_ttl,
+            require_anchor=cap.require_anchor,
+            project_roots=cap.project_roots,
+            context_paths=cap.context_paths,
+        )
+        self.anchors = AnchorCommands(
+            self.kernel,
+            self.grants,
+            self.sessions,
+            external_context=cap.external_context,
+            challenge_ttl=cap.anchor_challenge_ttl,
+            challenge_required=cap.anchor_challenge_required,
+        )
+        self.memory = MemoryCommands(self.kernel, self.grants, token_ttl=cap.token_ttl, idle_timeout=cap.idle_timeout)
+        self.tasks = WorkflowCommands(self.kernel, self.grants, cap.workflow or TABLE.load())
+        self.enforcement = EnforcementCommands(
+            self.kernel, self.grants, self.tasks, cap.enforcement_rules or RULES_FILE.load()
+        )
         self.brain = BrainCommands(self.kernel, self.sessions, self.memory)
         self.keys = KeyCommands(self.kernel)
-        self.transparency = TransparencyCommands(
-            self.kernel, self.kernel.config.witnesses, self.kernel.config.min_cosignatures
-        )
-        self.audit = AuditCommands(self.kernel, self.memory, self.transparency)
+        self.transparency = TransparencyCommands(self.kernel, cap.witnesses, cap.min_cosignatures)
+        self.audit = AuditCommands(self.kernel, self.memory, self.transparency, idle_timeout=cap.idle_timeout)
         self.hooks = HookCommands(self.kernel)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
@@ -160,7 +207,7 @@ class Ledger:
         return self.kernel.index
 
     @property
-    def key(self) -> receipts.ReceiptKey:
+    def key(self) -> ReceiptKey:
         return self.kernel.key
 
     @property
@@ -178,3 +225,20 @@ class Ledger:
     @property
     def snapshots(self) -> _snapshots.Snapshots:
         return self.kernel.snapshots
+
+    # --- what the capabilities are configured with ---------------------------------------------------------
+
+    @property
+    def workflow(self) -> Workflow:
+        """The workflow table the tasks follow."""
+        return self.tasks.workflow
+
+    @property
+    def enforcement_rules(self) -> RuleSet:
+        """The enforcement rules the managed tools are checked against."""
+        return self.enforcement.rules
+
+    @property
+    def project_roots(self) -> tuple[str, ...]:
+        """Where a session's working directory may lie."""
+        return self.sessions.project_roots

@@ -28,9 +28,9 @@ from benchkit.timing import samples_ms
 
 from api.bootstrap import initialise
 from api.settings import Settings
-from ledger.anchor import project as project_context
 from ledger.anchor import proof as anchor
 from ledger.service import Actor
+from ledger.sessions import project as project_context
 
 SEED_TARGET_MS = 500.0
 P95_TARGET_MS = 50.0

@@ -72,7 +72,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env = environment(Path(tmp))
         ledger, _ = initialise(Settings(home=Path(tmp)))
-        rules = ledger.config.enforcement_rules
+        rules = ledger.enforcement_rules
         pairs = sorted(rules.rules)
         good: dict[tuple[str, str], dict[str, Any]] = {}
         bad: dict[tuple[str, str], dict[str, Any]] = {}

@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 from api.params import AsOf, Position, WindowEnd, WindowStart
 from api.render import event_dict
 from api.rest.context import Caller
+from ledger.core import access
 from ledger.core.limits import MAX_INT64
-from ledger.keys import access
 from ledger.service import Actor, Ledger
 from ledger.sessions.report import ComplianceReport
 from ledger.sessions.series import ComplianceSeries

@@ -22,10 +22,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api import calls
 from api.auth import identify, identify_provisionally, key_from_headers
 from api.settings import Settings
+from ledger.core import access
 from ledger.core.errors import InvalidInput, LedgerError, StoreUnavailable
 from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import find_bad_text, printable
-from ledger.keys import access
 from ledger.service import Actor, Ledger
 
 T = TypeVar("T")

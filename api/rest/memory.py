@@ -26,6 +26,7 @@ from api.fields import (
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.core.errors import InvalidInput
+from ledger.core.limits import MAX_LIMIT
 from ledger.memory import decisions as memory
 from ledger.memory.report import (
     BlockDetail,
@@ -119,7 +120,7 @@ def router(ledger: Ledger) -> APIRouter:
         archived: str | None = Query(None, description="false (default): live blocks; true: archived; any: both"),
         as_of: AsOf = None,
         position: Position = None,
-        limit: int = Query(100, ge=1, le=memory.MAX_LIMIT),
+        limit: int = Query(100, ge=1, le=MAX_LIMIT),
     ) -> Any:
         return await who.run(
             lambda _actor: ledger.memory_blocks(
@@ -162,7 +163,7 @@ def router(ledger: Ledger) -> APIRouter:
     async def lookup(
         who: Caller,
         query: str = Query(description="what to look for, as for POST /memory/search"),
-        limit: int = Query(10, ge=1, le=memory.MAX_LIMIT),
+        limit: int = Query(10, ge=1, le=MAX_LIMIT),
     ) -> Any:
         """The search of ``POST /memory/search`` (same index, same ranking) recorded nowhere: no event, no
         compliance token, no session. For people browsing memory (the dashboard's search box); an agent's search

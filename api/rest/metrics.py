@@ -46,11 +46,11 @@ from prometheus_client.registry import Collector
 
 from api.params import AsOf, Position
 from api.rest.context import Caller
+from ledger.core import access
 from ledger.core.events import RefusalReason
 from ledger.enforcement.decisions import EnforcementLevel, Outcome
 from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
 from ledger.enforcement.trends import TrendUnit
-from ledger.keys import access
 from ledger.service import Actor, Ledger
 
 # Prometheus text format 0.0.4 (prometheus-client >= 0.21 names it; older versions' LATEST is that format).
@@ -89,7 +89,7 @@ class LedgerCollector(Collector):
         self.ledger = ledger
         self.counts = LedgerCounts()
         self.lock = threading.Lock()
-        rules = ledger.config.enforcement_rules.rules
+        rules = ledger.enforcement_rules.rules
         self.known: frozenset[tuple[str, str]] = frozenset(rules)
         self.tools: frozenset[str] = frozenset(tool for tool, _ in rules)
 

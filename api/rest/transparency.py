@@ -15,9 +15,9 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from api.rest.context import Caller
+from ledger.core import access
 from ledger.core.errors import NotFound
 from ledger.core.limits import MAX_INT64
-from ledger.keys import access
 from ledger.service import Actor, Ledger
 
 NOTE_TYPE = "text/plain; charset=utf-8"

@@ -23,10 +23,10 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.anchor.project import Workspace, git_output, read_head
 from ledger.anchor.proof.oa5 import _clip, _Findings
 from ledger.anchor.proof.parse import _structure
 from ledger.core.errors import InvalidInput
+from ledger.sessions.project import Workspace, git_output, read_head
 
 CHALLENGE_PREFIX = "ach_"
 CHALLENGE_ID = re.compile(r"ach_[A-Za-z0-9_-]{22}")  # "ach_" + secrets.token_urlsafe(16)

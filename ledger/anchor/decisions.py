@@ -1,7 +1,8 @@
 """Anchor decisions: count attempts, lock after too many failures, unlock by a person — every step an event.
 
-The proof itself is validated by the pure :mod:`ledger.anchor`; this module decides what the ledger records.
-Nothing the caller sends can change the count: it is folded from the session's own events.
+The proof itself is validated by the pure :mod:`ledger.anchor.proof`; this module decides what the ledger records.
+Nothing the caller sends can change the count: it is folded from the session's own events. The retry limit and the
+refusals of a locked session are the session's (:mod:`ledger.sessions.locks`), which every command meets.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import datetime as _dt
 
 from pydantic import BaseModel
 
-from ledger.anchor.proof import MAX_RETRIES, AnchorValidation
-from ledger.core.errors import Conflict, InvalidInput, SessionLocked
+from ledger.anchor.proof import AnchorValidation
+from ledger.core.errors import Conflict, InvalidInput
 from ledger.core.events import (
     AnchorAttempted,
     AnchorChallengeIssued,
@@ -20,44 +21,10 @@ from ledger.core.events import (
     AnchorUnlocked,
     DomainEvent,
 )
+from ledger.sessions.locks import MAX_ATTEMPTS, MAX_RETRIES
 from projections.sessions import AnchorChallenge, SessionView
 
-MAX_ATTEMPTS = MAX_RETRIES + 1
 MAX_REASON_CHARS = 1000
-
-
-def locked_message(session_id: str) -> str:
-    return (
-        f"Anchor attempts on session {session_id} are locked after {MAX_ATTEMPTS} failed attempts: "
-        f"human intervention required. A person must run "
-        f"`compliance-ledger anchor unlock {session_id} --reason TEXT`."
-    )
-
-
-def unlock_hint(session_id: str) -> str:
-    return (
-        f"a person must run `compliance-ledger anchor unlock {session_id} --reason TEXT` "
-        f"(or POST /admin/sessions/{session_id}/anchor/unlock with an admin key); until then nothing more can be done "
-        "in this session"
-    )
-
-
-def session_locked(session_id: str) -> SessionLocked:
-    """The refusal of any command in a locked session (the one check: ``SessionGrants.open``)."""
-    return SessionLocked(
-        f"session {session_id} is locked: its Odyssean Anchor failed {MAX_ATTEMPTS} attempts in a row "
-        "(human intervention required), so it may not act",
-        unlock_hint(session_id),
-    )
-
-
-def agent_locked_out(agent: str, session_id: str) -> SessionLocked:
-    """The refusal of a new session for an agent whose other session is locked (a new session is no way round)."""
-    return SessionLocked(
-        f"agent {agent} may not clock in: its session {session_id} is locked after {MAX_ATTEMPTS} failed Odyssean "
-        "Anchor attempts (human intervention required)",
-        unlock_hint(session_id),
-    )
 
 
 class Enforcement(BaseModel):

@@ -4,17 +4,20 @@ the authoritative project context, count and lock failed attempts, and let a per
 
 from __future__ import annotations
 
+import datetime as _dt
+from collections.abc import Sequence
 from pathlib import Path
 
 from ledger.anchor import challenge as challenges
 from ledger.anchor import decisions as anchoring
-from ledger.anchor import project as project_context
 from ledger.anchor import proof as anchor
 from ledger.anchor.report import AnchorChallengeResult, AnchorResult, AnsweredChallenge
 from ledger.core.canonical import require_utf8
 from ledger.core.errors import InvalidInput
 from ledger.kernel import Actor, Kernel
 from ledger.sessions import decisions as sessions
+from ledger.sessions import locks
+from ledger.sessions import project as project_context
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.handlers import SessionCommands
 from ledger.sessions.report import SessionState
@@ -24,10 +27,25 @@ from projections.sessions import SessionView
 class AnchorCommands:
     """The Odyssean Anchor of seed 001 over a session."""
 
-    def __init__(self, kernel: Kernel, grants: SessionGrants, sessions: SessionCommands) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        grants: SessionGrants,
+        sessions: SessionCommands,
+        *,
+        external_context: Sequence[str],
+        challenge_ttl: _dt.timedelta,
+        challenge_required: bool,
+    ) -> None:
+        """``external_context``: absolute directories or documents a CTX: citation may also name;
+        ``challenge_ttl``: how long a proof may answer a challenge; ``challenge_required``: refuse proofs that
+        answer none. The context files whose PHASE a proof is checked against are the sessions'."""
         self.kernel = kernel
         self.grants = grants
         self.sessions = sessions
+        self.external_context = tuple(external_context)
+        self.challenge_ttl = challenge_ttl
+        self.challenge_required = challenge_required
 
     def anchor(
         self, actor: Actor, session_id: str, role: str, proof_candidate: str, tier: str = "default"
@@ -51,7 +69,7 @@ class AnchorCommands:
             view = session.view
             if view.anchor_locked:
                 [rec], after = self.grants.append(actor, session, anchoring.decide_refusal(view))
-                message = anchoring.locked_message(session_id)
+                message = locks.locked_message(session_id)
                 return AnchorResult(
                     validated=False,
                     canonical_proof="",
@@ -70,8 +88,8 @@ class AnchorCommands:
             spent, answered, challenge_problem = (
                 (None, None, None) if answer is None else self._check_answer(view, root, answer)
             )
-            ctx = project_context.read_context(root, self.kernel.config.context_paths)
-            external = self.kernel.config.external_context
+            ctx = project_context.read_context(root, self.sessions.context_paths)
+            external = self.external_context
             workspace = project_context.Workspace(root, external)
             validation = anchor.validate_proof(
                 proof_candidate,
@@ -87,7 +105,7 @@ class AnchorCommands:
                 ),
                 check_citation=workspace.check_citation,
                 parent_exists=self.grants.exists,
-                challenge_required=self.kernel.config.anchor_challenge_required,
+                challenge_required=self.challenge_required,
                 challenge_problem=challenge_problem,
             )
             events = anchoring.decide_attempt(
@@ -151,8 +169,7 @@ class AnchorCommands:
                     "commit such a file to the repository and ask again",
                 )
             cid = challenges.new_challenge_id()
-            config = self.kernel.config
-            expires_at = self.kernel.clock() + config.anchor_challenge_ttl
+            expires_at = self.kernel.clock() + self.challenge_ttl
             events = anchoring.decide_challenge(
                 view,
                 challenge_id=cid,
@@ -171,7 +188,7 @@ class AnchorCommands:
                 answer_format=challenges.ANSWER_FORMAT.format(
                     challenge_id=cid, text=f"the text of line {picked.line} of {picked.path}"
                 ),
-                required=config.anchor_challenge_required,
+                required=self.challenge_required,
                 position=rec.position,
             )
 

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from ledger.audit import checkpoints
 from ledger.audit.report import CheckpointFinding, Replay
 from ledger.audit.transparency import TransparencyCommands
-from ledger.core import signing
+from ledger.core import access, signing
 from ledger.core.chain import ChainReport, StoredRecord
 from ledger.core.errors import ConcurrencyError, Conflict, IntegrityViolation, NotInitialised
 from ledger.core.events import (
@@ -24,7 +24,6 @@ from ledger.core.events import (
 )
 from ledger.core.storage import StreamState
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
-from ledger.keys import access
 from ledger.memory.handlers import MemoryCommands
 from projections.active_hours import ActiveTime
 from projections.active_hours import active_hours as active_hours_of
@@ -57,10 +56,19 @@ def row_binding(events: Sequence[RecordedEvent]) -> RowKeyBound | None:
 class AuditCommands:
     """The log itself: its identity, its chain, its checkpoints and its replays."""
 
-    def __init__(self, kernel: Kernel, memory: MemoryCommands, transparency: TransparencyCommands) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        memory: MemoryCommands,
+        transparency: TransparencyCommands,
+        *,
+        idle_timeout: _dt.timedelta,
+    ) -> None:
+        """``idle_timeout``: an open session stops being active this long after its last event (active hours)."""
         self.kernel = kernel
         self.memory = memory
         self.transparency = transparency
+        self.idle_timeout = idle_timeout
 
     def initialise(self, progress: ProgressBars | None = None) -> bool:
         """Create the schema, bring an older ledger up to date and record which keys this ledger is bound to.
@@ -270,14 +278,14 @@ class AuditCommands:
             moment=moment,
             position=runner.position if until is None else until,
             sources=self.memory.block_sources,
-            idle_timeout=self.kernel.config.idle_timeout,
+            idle_timeout=self.idle_timeout,
         )
 
     def active_hours(self, *, as_of: _dt.datetime | None = None) -> float:
         """Hours in which at least one session was active, up to now or ``as_of`` (replayed to that moment)."""
         replay = self.replay(as_of=as_of)
         spans = tuple(s for s in replay.runner.state(ACTIVE_TIME.name).values() if s is not None)
-        return active_hours_of(ActiveTime(spans), replay.moment, self.kernel.config.idle_timeout)
+        return active_hours_of(ActiveTime(spans), replay.moment, self.idle_timeout)
 
     def rebuild_tree(self, progress: Callable[[int], None] | None = None) -> int:
         """Check the chain and every authenticator, then drop the transparency-log tree and build it again from

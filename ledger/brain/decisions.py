@@ -15,7 +15,8 @@ from typing import Literal
 
 from ledger.core.canonical import require_utf8
 from ledger.core.errors import InvalidInput
-from ledger.memory.decisions import MAX_QUERY_CHARS, check_text
+from ledger.core.limits import MAX_QUERY_CHARS
+from ledger.memory.decisions import check_text
 
 MIN_CONTRIBUTION_CHARS = 50  # a thought must be longer than this
 MAX_CONTEXT_CHARS = 2_000

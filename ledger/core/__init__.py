@@ -1,3 +1,4 @@
 """The ground floor: the event vocabulary, canonical JSON, the hash chain, the mapper, the clock, errors, limits,
-signing keys and the event store. Nothing here imports a higher layer.
+the role rules, the signing and receipt keys, the YAML resource loader and the event store. Nothing here imports
+a higher layer.
 """

@@ -1,10 +1,10 @@
 """Parameter enforcement (seed 004): the decision on each call, and the one module callers use for the rest.
 
 The pure core, with the schemas (:mod:`.schemas`, :mod:`.fields`), validation (:mod:`.validation`,
-:mod:`.guidance`), rules (:mod:`.rules`) and levels (:mod:`.levels`) re-exported here. No store, clock, MCP or
-metrics; the only I/O is reading the YAML rules file. The service records every check as an event, folds
-:class:`AgentToolStats` per (agent, tool, action) from those events, and asks :func:`decide` what to do with
-each call:
+:mod:`.guidance`), rules (:mod:`.rules`) and levels (:mod:`.levels`) re-exported here. No store, clock, MCP,
+metrics or file (the rules file is read by :data:`.rules.RULES_FILE`). The service records every check as an
+event, folds :class:`AgentToolStats` per (agent, tool, action) from those events, and asks :func:`decide` what to
+do with each call:
 
     rule = rules.rule_for(tool, action, agent)
     validation = validate(tool, action, params, require=rule.required_params if rule else ())
@@ -59,7 +59,6 @@ from ledger.enforcement.rules import (
     Rollout,
     Rule,
     RuleSet,
-    load_rules,
     parse_rules,
     rollout_bucket,
 )
@@ -128,7 +127,6 @@ __all__ = [
     "effective_level",
     "evolve",
     "example",
-    "load_rules",
     "param_hint",
     "parse_rules",
     "placeholder_problem",

@@ -50,10 +50,12 @@ class Check:
 class EnforcementCommands:
     """Parameter enforcement on the managed task tools: every check recorded, then the task command it guards."""
 
-    def __init__(self, kernel: Kernel, grants: SessionGrants, tasks: WorkflowCommands) -> None:
+    def __init__(self, kernel: Kernel, grants: SessionGrants, tasks: WorkflowCommands, rules: enf.RuleSet) -> None:
+        """``rules``: the enforcement rules (``ledger.enforcement.rules``: the shipped file or an operator's)."""
         self.kernel = kernel
         self.grants = grants
         self.tasks = tasks
+        self.rules = rules
         self._checks_cache: dict[str, tuple[int, Stats]] = {}
         self._checks_lock = threading.Lock()
         # told (tool, action, seconds) after each recorded check: how the /metrics histogram times them
@@ -69,7 +71,7 @@ class EnforcementCommands:
     ) -> EnforcementReport:
         """The enforcement report now, or replayed to a time or position; ``agent`` limits it to that agent;
         ``trend`` buckets its ``trending`` by hour or day."""
-        return enforcement_report(self.kernel, agent, as_of=as_of, position=position, trend=trend)
+        return enforcement_report(self.kernel, self.rules, agent, as_of=as_of, position=position, trend=trend)
 
     def enforcement_stats(self, agent: str) -> Stats:
         """The agent's check stats per (tool, action), caught up with its stream."""
@@ -103,7 +105,7 @@ class EnforcementCommands:
         sizes, never the values."""
         start = time.perf_counter()
         too_big = limits.oversized(params)
-        rules = self.kernel.config.enforcement_rules
+        rules = self.rules
         stream = enf_proj.STREAM_PREFIX + actor.agent
 
         def attempt() -> Check:
@@ -160,7 +162,7 @@ class EnforcementCommands:
         (for ``create``, the type asked for). Looked up only when some rule tests it."""
         context: dict[str, Any] = {"agent_id": actor.agent, "source": actor.source}
         context["role"] = session.view.role if session is not None else None
-        rules = self.kernel.config.enforcement_rules
+        rules = self.rules
         task_id = params.get("task_id")
         if rules.uses("task_type") and isinstance(task_id, str):
             if (tool, action) == ("manage_task", "create"):

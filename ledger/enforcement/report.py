@@ -297,6 +297,7 @@ def _problem(
 
 def enforcement_report(
     kernel: Kernel,
+    rules: RuleSet,
     agent: str | None = None,
     *,
     as_of: _dt.datetime | None = None,
@@ -318,6 +319,6 @@ def enforcement_report(
         at = next(iter(kernel.store.iter_events(until - 1, until)), None) if until > 0 else None
         now = at.recorded_at if at is not None else now
     return summarise(
-        tally, kernel.config.enforcement_rules, position=until, now=now, times=times, trend=trend,
+        tally, rules, position=until, now=now, times=times, trend=trend,
         as_of=as_of, agent=agent,
     )  # fmt: skip

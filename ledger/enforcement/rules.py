@@ -1,17 +1,17 @@
-"""The enforcement rules file (seed 004, sections 4.1 and 8.2): loaded and checked into a :class:`RuleSet` that
-gives each agent its rule for a tool and action, after the global switch and the rollout."""
+"""The enforcement rules file (seed 004, sections 4.1 and 8.2): read by the one resource loader (:data:`RULES_FILE`)
+and checked into a :class:`RuleSet` that gives each agent its rule for a tool and action, after the global switch
+and the rollout."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
-import yaml
-
+from ledger.core.resources import YamlFile
 from ledger.enforcement.levels import EnforcementLevel, Progressive, effective_level
 from ledger.enforcement.schemas import SCHEMAS, context_fields
 from projections.enforcement import AgentToolStats
@@ -114,21 +114,9 @@ class RuleSet:
 
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
-    """Load and check a rules file (the shipped ``ledger/enforcement/enforcement_rules.yaml`` when ``path`` is None)."""
-    if path is None:
-        text = resources.files("ledger.enforcement").joinpath(DEFAULT_RULES).read_text(encoding="utf-8")
-        source = f"(default) ledger/enforcement/{DEFAULT_RULES}"
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise EnforcementConfigError(f"cannot read the enforcement rules {path}: {exc}") from exc
-        source = str(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise EnforcementConfigError(f"{source} is not valid YAML: {exc}") from exc
-    return parse_rules(data, source)
+    """Load and check a rules file (the shipped ``ledger/enforcement/enforcement_rules.yaml`` when ``path`` is None,
+    parsed once per process)."""
+    return RULES_FILE.load(path)
 
 
 def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
@@ -190,7 +178,7 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
                 raise fail(
                     f"{key}.{name}", f"must be a single value (a string, number, true/false or null), not {wanted!r}"
                 )
-        return dict(found) or None
+        return MappingProxyType(dict(found)) if found else None
 
     def rule(tool: str, action: str, raw: Any, key: str) -> Rule:
         spec = mapping(raw, key, ["level", "required_params", "fail_open", "conditions"])
@@ -249,12 +237,20 @@ def parse_rules(data: Any, source: str = "(inline)") -> RuleSet:
             enabled=flag(agent.get("enabled"), f"{key}.enabled", True),
             level=None if agent_level is None else level(agent_level, f"{key}.level"),
         )
+    # read-only: the shipped rules are parsed once and shared by every ledger of the process
     return RuleSet(
         enabled=flag(root.get("enabled"), "enforcement.enabled", True),
         default_level=default_level,
         progressive=progressive,
-        rollout=Rollout(count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), agents),
-        rules=rules,
+        rollout=Rollout(
+            count(roll.get("percentage"), "enforcement.rollout.percentage", 100, 100), MappingProxyType(agents)
+        ),
+        rules=MappingProxyType(rules),
         source=source,
-        conditional={k: v for k, v in conditional.items() if v},
+        conditional=MappingProxyType({k: v for k, v in conditional.items() if v}),
     )
+
+
+RULES_FILE: Final = YamlFile(
+    "ledger.enforcement", DEFAULT_RULES, "the enforcement rules", parse_rules, EnforcementConfigError
+)

@@ -1,11 +1,14 @@
-"""What hook commands return (the turn's recorded start, the Stop hook's answer) and the hook counts of an agent's
-compliance report."""
+"""What hook commands return: the turn's recorded start and the Stop hook's answer. (The hook counts of an agent's
+compliance report, :class:`StopHookCounts`, are part of that report, in ``ledger.sessions.report`` below.)"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ledger.core.events import RecordedEvent, StopHookDecided, StopOutcome, TurnStarted
+from ledger.sessions.report import StopHookCounts
+
+__all__ = ["StopAnswer", "StopHookCounts", "TurnStart"]
 
 
 class TurnStart(BaseModel):
@@ -44,14 +47,3 @@ class StopAnswer(BaseModel):
             stamp_position=e.stamp_position,
             input_problem=e.input_problem,
         )
-
-
-class StopHookCounts(BaseModel):
-    """An agent's client hooks: turns started by a user prompt, and the Stop hook's answers."""
-
-    turns_started: int = Field(default=0, description="user prompts the UserPromptSubmit hook recorded")
-    stops_blocked: int = Field(default=0, description="stops refused: no stamp earned since the turn started")
-    stops_allowed: int = Field(default=0, description="stops let through: a stamp was earned in the turn")
-    loop_guard_passes: int = Field(
-        default=0, description="stops let through without a stamp, because the client was already held by a block"
-    )

@@ -1,3 +1,3 @@
-"""API keys and roles: the key ring's pure decisions (decisions), who may do what (access), and the key commands
-(handlers).
+"""API keys: the key ring's pure decisions (decisions) and the key commands (handlers). Who may do what with each
+role is a ground-floor rule (``ledger.core.access``): the kernel's append door applies it too.
 """

@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from ledger.core import access
 from ledger.core.events import KeyRole
 from ledger.kernel import Actor, Kernel, check_agent
-from ledger.keys import access
 from ledger.keys import decisions as keys
 from ledger.keys.report import ApiKeyCreated, ApiKeyInfo
 from projections import apikeys as key_proj

@@ -13,8 +13,6 @@ from ledger.core.events import DomainEvent, MemoryDuplicateRejected, MemoryRemem
 MAX_CONTENT_CHARS = 10_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
-MAX_QUERY_CHARS = 1_000
-MAX_LIMIT = 100
 MAX_OUTCOME_BLOCKS = 50
 MAX_REASON_CHARS = 500
 DEFAULT_CATEGORY = "knowledge"
@@ -117,21 +115,6 @@ def check_note(note: str | None) -> str | None:
         raise InvalidInput(f"note is not a text of at most {MAX_CONTENT_CHARS} characters", "send a short note")
     require_utf8(note, "note")
     return note.strip() or None
-
-
-def check_query(query: str) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query is empty", "send what you are looking for, e.g. 'database migrations'")
-    require_utf8(query, "query")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"query is longer than {MAX_QUERY_CHARS} characters", "send a shorter query")
-    return query.strip()
-
-
-def check_limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit {limit!r} is out of range", f"send a limit from 1 to {MAX_LIMIT}")
-    return limit
 
 
 def decide_remember(

@@ -8,14 +8,15 @@ graph and the block reads are in ``ledger.memory.reads``.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ledger.core import access, limits
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
 from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryOutcomeRecorded, MemoryRecalled
 from ledger.kernel import Actor, Kernel
-from ledger.keys import access
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
@@ -44,9 +45,14 @@ class MemoryCommands(MemoryRevisions):
     :class:`~ledger.memory.revisions.MemoryRevisions`, the block reads and the live memory graph they share from
     :class:`~ledger.memory.reads.MemoryReads`."""
 
-    def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
-        super().__init__(kernel)
+    def __init__(
+        self, kernel: Kernel, grants: SessionGrants, *, token_ttl: _dt.timedelta | None, idle_timeout: _dt.timedelta
+    ) -> None:
+        """``token_ttl``: how long the token a recall with a query issues stays valid (the gate's, as for a
+        search); ``idle_timeout``: see :class:`~ledger.memory.reads.MemoryReads`."""
+        super().__init__(kernel, idle_timeout)
         self.grants = grants
+        self.token_ttl = token_ttl
 
     def remember(
         self,
@@ -181,7 +187,7 @@ class MemoryCommands(MemoryRevisions):
         spec = rc.frame_spec(frame)
         top_k = rc.check_top_k(top_k)
         if query is not None:
-            query = memory.check_query(query)
+            query = limits.check_query(query)
 
         def attempt() -> RecallResult:
             session = self.grants.open_if(actor, session_id)
@@ -227,7 +233,7 @@ class MemoryCommands(MemoryRevisions):
             shown = rc.recollect(ranked, spec, top_k, text_of, candidates=count)
             shown_ids = [s.scored.block.block_id for s in shown.shown]
             relevant = self.kernel.index.relevant(hits) if hits is not None else set()
-            ttl = self.kernel.config.token_ttl
+            ttl = self.token_ttl
             expires = (
                 self.kernel.clock() + ttl if ttl is not None and query is not None and session_id is not None else None
             )

@@ -9,12 +9,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from ledger.core import limits
 from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
 from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
 from ledger.kernel import Kernel
 from ledger.memory import consolidation
-from ledger.memory import decisions as memory
 from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, LookupResult, MemoryStats, Neighbour
 from ledger.memory.scoring import BlockColumns, Ranking, Scored
 from ledger.sessions.report import SearchHit
@@ -67,8 +67,11 @@ class MemoryReads:
     """The live memory graph (restored from a snapshot, caught up from the log) and the block reads; the base of
     :class:`~ledger.memory.handlers.MemoryCommands`."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, idle_timeout: _dt.timedelta) -> None:
+        """``idle_timeout``: an open session stops being active this long after its last event (memory decays
+        with active hours)."""
         self.kernel = kernel
+        self.idle_timeout = idle_timeout
         self._memory = _memory_runner()
         self._memory_lock = threading.Lock()
 
@@ -77,7 +80,7 @@ class MemoryReads:
     def _live(self) -> tuple[MemoryGraph, ActiveClock]:
         """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
         self.kernel.snapshots.catch_up(self._memory, lambda after: self.kernel.store.iter_events(after))
-        clock = self._memory.active_clock(self.kernel.clock(), self.kernel.config.idle_timeout)
+        clock = self._memory.active_clock(self.kernel.clock(), self.idle_timeout)
         return self._memory.memory(), clock
 
     @contextlib.contextmanager
@@ -96,7 +99,7 @@ class MemoryReads:
             return
         runner = self.kernel.snapshots.replay_to(_memory_runner(), self.kernel.store.iter_events, until)
         moment = as_of or runner.last_recorded_at or self.kernel.clock()
-        yield runner.memory(), runner.active_clock(moment, self.kernel.config.idle_timeout), until, moment
+        yield runner.memory(), runner.active_clock(moment, self.idle_timeout), until, moment
 
     def warm(self) -> None:
         """Restore the live graph now (its snapshot and the tail after it), so that the first recall does not:
@@ -130,7 +133,7 @@ class MemoryReads:
         """
         if tier is not None and tier not in {t.value for t in decay.Tier}:
             raise InvalidInput(f"tier {tier!r} is not known", f"send one of {', '.join(t.value for t in decay.Tier)}")
-        limit = memory.check_limit(limit)
+        limit = limits.check_limit(limit)
         with self._graph(as_of, position) as (graph, clock, until, moment):
             c = BlockColumns(graph, tags=tag is not None, tier=tier is not None)
             chosen = [
@@ -191,8 +194,8 @@ class MemoryReads:
     def memory_lookup(self, query: str, limit: int = 10) -> LookupResult:
         """The search of ``search`` (the same index and ranking) without recording anything: no event, no token,
         no session. For people browsing memory; an agent's search that counts goes through the session."""
-        query = memory.check_query(query)
-        limit = memory.check_limit(limit)
+        query = limits.check_query(query)
+        limit = limits.check_limit(limit)
         hits = self.kernel.index.search(query, limit)
         return LookupResult(query=query, results=[SearchHit.of(h) for h in hits], count=len(hits))
 

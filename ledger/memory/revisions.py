@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 
+from ledger.core import access
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
 from ledger.core.events import MemoryArchived, MemoryForgotten, MemoryRemembered, MemoryRestored, MemorySuperseded
-from ledger.kernel import Actor, Kernel
-from ledger.keys import access
+from ledger.kernel import Actor
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory.reads import MemoryReads
@@ -32,9 +32,6 @@ class MemoryRevisions(MemoryReads):
     """Supersede and forget, on the live memory graph of :class:`~ledger.memory.reads.MemoryReads`."""
 
     grants: SessionGrants
-
-    def __init__(self, kernel: Kernel) -> None:
-        super().__init__(kernel)
 
     def supersede(self, actor: Actor, block_id: str, content: str, session_id: str | None = None) -> SupersedeResult:
         """Replace a live block by ``content``: a new block with the same tags and category that search and

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import secrets
 
-from ledger.anchor import decisions as anchoring
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from ledger.core.events import SessionEnded, SessionStarted
+from ledger.sessions.locks import session_locked
 from projections.sessions import STREAM_PREFIX, SessionView
 
 MAX_ROLE_CHARS = 64
@@ -76,7 +76,7 @@ def authorise(view: SessionView | None, session_id: str, agent: str, *, while_lo
     if not view.is_open:
         raise Conflict(f"session {session_id} has been clocked out", "call clock_in to open a new session")
     if view.anchor_locked and not while_locked:
-        raise anchoring.session_locked(session_id)
+        raise session_locked(session_id)
     return view
 
 

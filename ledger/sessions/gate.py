@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-from ledger.anchor import decisions as anchoring
 from ledger.core.errors import InvalidInput
 from ledger.core.events import ComplianceRefused, ComplianceStamped, MemorySearched
+from ledger.sessions.locks import locked_message
 from projections.sessions import SessionView
 
 STAMP_FOUND = "[COMPLIANCE] YES I HAVE SEARCHED, FOUND {n} RELEVANT MEMORIES, BROUGHT THEM TO AGENT."
@@ -56,10 +56,7 @@ GROUNDING_INSTRUCTION = (
 
 
 def msg_anchor_locked(session_id: str) -> str:
-    return (
-        f"{GATE_CLOSED} {anchoring.locked_message(session_id)} "
-        "No Compliance Stamp can be issued in this session until then."
-    )
+    return f"{GATE_CLOSED} {locked_message(session_id)} No Compliance Stamp can be issued in this session until then."
 
 
 def stamp_text(count: int) -> str:

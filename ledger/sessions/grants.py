@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core import access
 from ledger.core.errors import InvalidInput, NotFound
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.kernel import Actor, Kernel
-from ledger.keys import access
 from ledger.sessions import decisions as sessions
 from projections import sessions as session_proj
 from projections.sessions import SessionView

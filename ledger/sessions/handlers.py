@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
+from collections.abc import Sequence
 
-from ledger.anchor import decisions as anchoring
-from ledger.anchor import project as project_context
-from ledger.core import signing
+from ledger.core import access, limits, signing
 from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotFound
 from ledger.core.events import (
     AnchorLocked,
@@ -19,10 +18,9 @@ from ledger.core.events import (
 )
 from ledger.core.mapper import decode
 from ledger.kernel import Actor, Kernel, check_agent
-from ledger.keys import access
-from ledger.memory import decisions as memory
 from ledger.sessions import decisions as sessions
-from ledger.sessions import gate, receipts, series, stamps
+from ledger.sessions import gate, locks, receipts, series, stamps
+from ledger.sessions import project as project_context
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.report import (
     AgentReport,
@@ -40,11 +38,28 @@ from projections.runner import COMPLIANCE, COMPLIANCE_HOURLY, ProjectionRunner
 
 
 class SessionCommands:
-    """Sessions and the gate; owns the live compliance report (restored from a snapshot, caught up from the log)."""
+    """Sessions and the gate; owns the live compliance report (restored from a snapshot, caught up from the log).
 
-    def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
+    ``token_ttl``: how long a search's token stays valid (``None``: until used); ``require_anchor``: the gate
+    stamps only a session with a validated anchor; ``project_roots`` / ``context_paths``: where a working directory
+    may lie, and the context files whose PHASE clock-in reads."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        grants: SessionGrants,
+        *,
+        token_ttl: _dt.timedelta | None,
+        require_anchor: bool,
+        project_roots: Sequence[str],
+        context_paths: Sequence[str],
+    ) -> None:
         self.kernel = kernel
         self.grants = grants
+        self.token_ttl = token_ttl
+        self.require_anchor = require_anchor
+        self.project_roots = tuple(project_roots)
+        self.context_paths = tuple(context_paths)
         self._reports = ProjectionRunner([COMPLIANCE])
         self._reports_lock = threading.Lock()
         self._hourly = ProjectionRunner([COMPLIANCE_HOURLY])  # the compliance series (restored, caught up)
@@ -61,8 +76,8 @@ class SessionCommands:
         )
         if working_dir is not None:
             # The server reads the project's real state itself; the agent only names the directory.
-            root = project_context.check_working_dir(working_dir, self.kernel.config.project_roots)
-            ctx = project_context.read_context(root, self.kernel.config.context_paths)
+            root = project_context.check_working_dir(working_dir, self.project_roots)
+            ctx = project_context.read_context(root, self.context_paths)
             events = [
                 events[0].model_copy(
                     update=dict(
@@ -87,7 +102,7 @@ class SessionCommands:
             session_id = stream.removeprefix(session_proj.STREAM_PREFIX)
             _, _, view = self.grants.view(session_id)
             if view is not None and view.agent == actor.agent and view.anchor_locked:
-                raise anchoring.agent_locked_out(actor.agent, session_id)
+                raise locks.agent_locked_out(actor.agent, session_id)
 
     def clock_out(self, actor: Actor, session_id: str) -> SessionInfo:
         def attempt() -> SessionInfo:
@@ -118,8 +133,8 @@ class SessionCommands:
 
     def search(self, actor: Actor, session_id: str, query: str, limit: int = 10) -> SearchResult:
         """Search memory; the search is recorded and issues the session's compliance token."""
-        query = memory.check_query(query)
-        limit = memory.check_limit(limit)
+        query = limits.check_query(query)
+        limit = limits.check_limit(limit)
 
         def attempt() -> SearchResult:
             session = self.grants.open(actor, session_id)
@@ -130,7 +145,7 @@ class SessionCommands:
                 limit=limit,
                 result_ids=[h.block_id for h in hits],
                 now=self.kernel.clock(),
-                ttl=self.kernel.config.token_ttl,
+                ttl=self.token_ttl,
             )
             self.grants.append(actor, session, events)
             return SearchResult(
@@ -165,7 +180,7 @@ class SessionCommands:
             decision = gate.decide_assert(
                 session.view,
                 self.kernel.clock(),
-                require_anchor=self.kernel.config.require_anchor,
+                require_anchor=self.require_anchor,
                 request_id=request_id,
             )
             [rec], _ = self.grants.append(actor, session, [decision])

@@ -6,8 +6,9 @@ and ``signature`` is base64url over ``"<scheme>." + claims``:
 * ``clr2`` (issued now): Ed25519 with the ledger's signing key. Anyone holding the public key can check it
   offline (``compliance-ledger verify-stamp RECEIPT --public-key FILE``); claims ``a`` agent, ``c`` count,
   ``h`` event hash, ``k`` key id, ``p`` position, ``s`` session, ``t`` when the stamp was recorded.
-* ``clr1`` (issued before): HMAC-SHA256 keyed by ``receipt.key``; only whoever holds that secret — and so could
-  forge one — can check it. Claims ``c``, ``h``, ``k``, ``p``, ``s``. Still verified on the ledger host.
+* ``clr1`` (issued before): HMAC-SHA256 keyed by ``receipt.key`` (:mod:`ledger.core.receipt_key`); only whoever
+  holds that secret — and so could forge one — can check it. Claims ``c``, ``h``, ``k``, ``p``, ``s``. Still
+  verified on the ledger host.
 
 A receipt is genuine only if the signature checks *and* the ledger still holds that exact event; either failure
 makes it ``valid: false``. Claims are parsed strictly: a number out of range or not a whole number (``1e999``,
@@ -19,15 +20,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
-import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ledger.core.canonical import canonical_json, format_ts
-from ledger.core.errors import InvalidInput, NotInitialised
+from ledger.core.errors import InvalidInput
+from ledger.core.receipt_key import ReceiptKey
 from ledger.core.signing import PublicKey, SigningKey, b64url, unb64url
 
 HMAC_SCHEME = "clr1"
@@ -38,48 +37,6 @@ MAX_POSITION = 2**63 - 1
 MAX_COUNT = 2**31 - 1
 _HINT = "send the receipt string exactly as assert_compliance returned it (clr2.<claims>.<signature>)"
 _HEX = re.compile(r"^[0-9a-f]+$")
-
-
-@dataclass(frozen=True)
-class ReceiptKey:
-    """The HMAC secret that signed ``clr1`` receipts, and its public fingerprint."""
-
-    secret: bytes
-
-    @property
-    def key_id(self) -> str:
-        return hashlib.sha256(b"compliance-ledger receipt key:" + self.secret).hexdigest()[:16]
-
-
-def create_key(path: Path) -> tuple[ReceiptKey, bool]:
-    """Load the key at ``path``, creating it (mode 0600) if absent. Returns ``(key, created)``."""
-    path = path.expanduser()
-    if path.exists():
-        return load_key(path), False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    secret = secrets.token_bytes(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process created it first: use theirs
-        return load_key(path), False
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secret.hex() + "\n")
-    return ReceiptKey(secret), True
-
-
-def load_key(path: Path) -> ReceiptKey:
-    """Read the receipt key; a missing or malformed key file is :class:`NotInitialised`."""
-    path = path.expanduser()
-    try:
-        text = path.read_text().strip()
-        secret = bytes.fromhex(text)
-    except FileNotFoundError as exc:
-        raise NotInitialised(f"receipt key {path} does not exist", "run `compliance-ledger init`") from exc
-    except ValueError as exc:
-        raise NotInitialised(f"receipt key {path} is not a hex key", "restore it from backup") from exc
-    if len(secret) < 32:
-        raise NotInitialised(f"receipt key {path} is shorter than 32 bytes", "restore it from backup")
-    return ReceiptKey(secret)
 
 
 @dataclass(frozen=True)

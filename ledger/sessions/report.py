@@ -9,7 +9,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ledger.core.errors import StoreUnavailable
-from ledger.hooks.report import StopHookCounts
 from projections.compliance import AgentCompliance
 from projections.provenance import Origin
 from projections.search_ranking import Hit
@@ -212,6 +211,17 @@ class StampVerification(BaseModel):
     count: int | None = None
     stamp: str | None = None
     recorded_at: _dt.datetime | None = None
+
+
+class StopHookCounts(BaseModel):
+    """An agent's client hooks: turns started by a user prompt, and the Stop hook's answers."""
+
+    turns_started: int = Field(default=0, description="user prompts the UserPromptSubmit hook recorded")
+    stops_blocked: int = Field(default=0, description="stops refused: no stamp earned since the turn started")
+    stops_allowed: int = Field(default=0, description="stops let through: a stamp was earned in the turn")
+    loop_guard_passes: int = Field(
+        default=0, description="stops let through without a stamp, because the client was already held by a block"
+    )
 
 
 class AgentReport(BaseModel):

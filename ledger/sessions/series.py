@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ledger.core import access
 from ledger.core.errors import InvalidInput
 from ledger.kernel import Actor, Kernel
-from ledger.keys import access
 from ledger.sessions.report import AgentReport
 from projections.compliance import AgentCompliance, combined
 

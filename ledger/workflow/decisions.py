@@ -1,7 +1,9 @@
-"""The workflow table (data, loaded from YAML) and the pure transition decision (seed 003, Layer A).
+"""The workflow table (checked from its parsed YAML), the pure transition decision (seed 003, Layer A) and which
+tasks an agent key may read.
 
 The decision never trusts a DNA value: the service verifies each required field against the ledger and hands
-the verdicts in as :class:`Proof` objects; :func:`decide_transition` only combines table, task and proofs.
+the verdicts in as :class:`Proof` objects; :func:`decide_transition` only combines table, task and proofs. The
+file itself is read by :data:`ledger.workflow.table.TABLE` (``ledger.core.resources``).
 """
 
 from __future__ import annotations
@@ -10,18 +12,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlparse
 
-import yaml
-
-from ledger.core.errors import InvalidInput
+from ledger.core.access import Caller, read_scope
+from ledger.core.errors import Forbidden, InvalidInput
 from ledger.core.events import TaskTransitioned, TaskTransitionRefused
 from projections.tasks import TaskView
 
-DEFAULT_TABLE: Final = "workflow_default.yaml"
 TERMINAL: Final = frozenset({"complete", "cancelled"})
 RESTORE: Final = "restore"
 MEMORY_QUERY_SESSION: Final = "memory_query_session"
@@ -80,25 +79,9 @@ class Workflow:
         return None
 
 
-def load_workflow(path: str | Path | None = None) -> Workflow:
-    """Load and check a workflow table (the shipped default when ``path`` is None)."""
-    if path is None:
-        text = resources.files("ledger.workflow").joinpath(DEFAULT_TABLE).read_text(encoding="utf-8")
-        source = f"(default) ledger/workflow/{DEFAULT_TABLE}"
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise WorkflowError(f"cannot read the workflow table {path}: {exc.strerror}") from exc
-        source = str(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowError(f"{source} is not valid YAML: {exc}") from exc
-    return parse_workflow(data, source)
-
-
 def parse_workflow(data: Any, source: str = "(inline)") -> Workflow:
+    """Check a parsed workflow table (statuses, roles, types); errors name ``source`` and what is wrong."""
+
     def fail(message: str) -> WorkflowError:
         return WorkflowError(f"{source}: {message}")
 
@@ -117,15 +100,16 @@ def parse_workflow(data: Any, source: str = "(inline)") -> Workflow:
     types_raw = data.get("types")
     if not isinstance(types_raw, dict) or not types_raw:
         raise fail("types must map each task type to its transition table")
-    types: dict[str, dict[str, Rule]] = {}
+    types: dict[str, Mapping[str, Rule]] = {}
     for type_name, table in types_raw.items():
         if not isinstance(table, dict) or not table:
             raise fail(f"type {type_name!r} has no transitions")
         rules: dict[str, Rule] = {}
         for key, spec in table.items():
             rules[str(key)] = _rule(str(key), spec, statuses, roles, fail)
-        types[str(type_name)] = rules
-    return Workflow(statuses, claimable, roles, human_roles, types, source)
+        types[str(type_name)] = MappingProxyType(rules)
+    # read-only: the shipped table is parsed once and shared by every ledger of the process
+    return Workflow(statuses, claimable, roles, human_roles, MappingProxyType(types), source)
 
 
 def _names(value: Any, what: str, fail: Any, *, allow_empty: bool = False) -> tuple[str, ...]:
@@ -308,3 +292,24 @@ def allowed_from(workflow: Workflow, task: TaskView) -> list[str]:
         if (k.startswith(f"{task.status}->") or k.startswith("any->"))
         and (":" not in k or k.rsplit(":", 1)[1] == task.role)
     )
+
+
+# --- who reads which task -------------------------------------------------------------------------------------
+
+
+def task_visible(scope: str | None, task: TaskView) -> bool:
+    """Whether an agent limited to ``scope`` (:func:`ledger.core.access.read_scope`) sees a task.
+
+    It sees every task it created or acted on, and every task still open (not complete or cancelled): the
+    workflow hands each open task to a role, and the acting role is the role of a session the agent opens, so
+    any agent may be the one that claims, reviews or finishes it next. Closed tasks of others stay hidden.
+    """
+    return scope is None or scope in task.actors or task.status not in TERMINAL
+
+
+def require_task_reader(caller: Caller, task: TaskView) -> None:
+    if not task_visible(read_scope(caller), task):
+        raise Forbidden(
+            f"task {task.task_id} is {task.status} and another agent's",
+            "an agent key reads open tasks and the tasks it created or acted on",
+        )

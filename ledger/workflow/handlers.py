@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.brain import decisions as brain
+from ledger.core import access
 from ledger.core.errors import ConcurrencyError, Conflict, InvalidInput, NotFound
 from ledger.core.events import (
     DomainEvent,
@@ -30,7 +31,6 @@ from ledger.core.events import (
     TaskTransitioned,
 )
 from ledger.kernel import Actor, Kernel
-from ledger.keys import access
 from ledger.memory import decisions as memory
 from ledger.sessions import decisions as sessions
 from ledger.sessions.grants import SessionGrants
@@ -50,9 +50,11 @@ def stream_for(task_id: str) -> str:
 class WorkflowCommands:
     """Gated workflow tasks: create, read, update DNA and transition, each transition proven from the log."""
 
-    def __init__(self, kernel: Kernel, grants: SessionGrants) -> None:
+    def __init__(self, kernel: Kernel, grants: SessionGrants, workflow: wf.Workflow) -> None:
+        """``workflow``: the transition table (``ledger.workflow.table``: the shipped one or an operator's)."""
         self.kernel = kernel
         self.grants = grants
+        self.workflow = workflow
 
     # --- reads ------------------------------------------------------------------------------------------------
 
@@ -79,7 +81,7 @@ class WorkflowCommands:
             transitions=view.transitions,
             refusals=view.refusals,
             position=view.position,
-            next=wf.allowed_from(self.kernel.config.workflow, view),
+            next=wf.allowed_from(self.workflow, view),
             work=[
                 WorkReport(
                     tool=w.tool,
@@ -103,14 +105,14 @@ class WorkflowCommands:
         position: int | None = None,
         viewer: Actor | None = None,
     ) -> TaskInfo:
-        """A task now, or as of a moment or position (an agent key: see :func:`ledger.access.task_visible`)."""
+        """A task now, or as of a moment or position (an agent key: see :func:`.decisions.task_visible`)."""
         until = self.kernel.until(as_of, position)
         stream = stream_for(wf.check_task_id(task_id))
         view = task_proj.fold(self.kernel.store.iter_events(0, until, stream=stream))
         if view is None:
             raise NotFound(f"task {task_id} does not exist (at that point)", "check the task id")
         if viewer is not None:
-            access.require_task_reader(viewer, view)
+            wf.require_task_reader(viewer, view)
         return self.info(view)
 
     def task_list(
@@ -135,7 +137,7 @@ class WorkflowCommands:
             and (status is None or v.status == status)
             and (role is None or v.role == role)
             and (task_type is None or v.task_type == task_type)
-            and access.task_visible(scope, v)
+            and wf.task_visible(scope, v)
         ]
 
     # --- commands ---------------------------------------------------------------------------------------------
@@ -152,7 +154,7 @@ class WorkflowCommands:
         dna: Mapping[str, Any] | None = None,
     ) -> TaskInfo:
         """Create a task in a status (default ``ready``), assigned to a role."""
-        flow = self.kernel.config.workflow
+        flow = self.workflow
         task_id = wf.check_task_id(task_id)
         title = wf.check_title(title)
         if task_type not in flow.types:
@@ -214,7 +216,7 @@ class WorkflowCommands:
 
         ``with_events`` are appended with the transition, atomically, only when it is made (e.g. the completion
         report of ``manage_task(action="complete")``)."""
-        flow = self.kernel.config.workflow
+        flow = self.workflow
         if not isinstance(to_status, str) or (to_status not in flow.statuses and to_status != wf.RESTORE):
             raise InvalidInput(
                 f"status {to_status!r} is not in the workflow",

@@ -12,7 +12,7 @@ from mcp import Client
 
 from api.mcp.prompts import BRAIN_WORKFLOW_GUIDE
 from api.mcp.server import build_mcp
-from ledger.workflow.decisions import load_workflow
+from ledger.workflow.table import load_workflow
 from tests.conftest import LedgerFactory
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -43,7 +43,7 @@ async def agent(ledger: Ledger, name: str, role: str = "dev") -> AsyncIterator[C
 
 
 def level_of(ledger: Ledger, agent_name: str, tool: str, action: str) -> enf.EnforcementLevel:
-    rules = ledger.config.enforcement_rules
+    rules = ledger.enforcement_rules
     rule = rules.rule_for(tool, action, agent_name)
     assert rule is not None
     stats = ledger.enforcement_stats(agent_name).get((tool, action), enf.AgentToolStats())
@@ -200,7 +200,7 @@ def test_an_internal_enforcement_error_fails_closed_unless_the_rule_says_fail_op
         encoding="utf-8",
     )
     ledger = make_ledger(enforcement_rules_file=rules)
-    rule = ledger.config.enforcement_rules.rule_for("manage_task", "update", "bot")
+    rule = ledger.enforcement_rules.rule_for("manage_task", "update", "bot")
     assert rule is not None and rule.fail_open is fail_open
     ledger.task_create(Actor("pm", "cli"), "t-4", "Broken validator", role="dev")
 

@@ -87,7 +87,7 @@ async def test_oversized_parameters_are_refused_at_every_level_and_only_a_small_
 ) -> None:
     monkeypatch.setenv("LEDGER_ENFORCEMENT_RULES_FILE", str(_rules(tmp_path, level)))
     ledger = make_ledger(db_url)
-    assert ledger.config.enforcement_rules.rule_for("manage_task", "update", "alice").level == level  # type: ignore[union-attr]
+    assert ledger.enforcement_rules.rule_for("manage_task", "update", "alice").level == level  # type: ignore[union-attr]
     ledger.task_create(Actor("pm", "cli"), "t-1", "Refresh tokens", role="dev")
     ledger.manage_subtask(
         Actor("pm", "cli"),

@@ -87,7 +87,7 @@ def test_each_agent_shows_its_compliance_and_the_level_its_next_call_meets(histo
     assert (lazy_update.base_level, lazy_update.current_level) == ("warning", "strict")
     assert lazy_update.consecutive_failures == 6
     # The same level the service applies to the agent's next call.
-    rules = history.config.enforcement_rules
+    rules = history.enforcement_rules
     stats = history.enforcement_stats("lazy-bot")[("manage_task", "update")]
     assert rules.level_for("manage_task", "update", "lazy-bot", stats) is enf.EnforcementLevel.STRICT
 

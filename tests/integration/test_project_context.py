@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from ledger.anchor import project as project_context
-from ledger.anchor.project import (
+from ledger.core.errors import Forbidden, InvalidInput
+from ledger.sessions import project as project_context
+from ledger.sessions.project import (
     DEFAULT_CONTEXT_PATHS,
     ProjectContext,
     Workspace,
     check_working_dir,
     read_context,
 )
-from ledger.core.errors import Forbidden, InvalidInput
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

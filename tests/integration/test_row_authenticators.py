@@ -23,12 +23,12 @@ from api.bootstrap import initialise, open_ledger
 from api.cli import app
 from api.mcp.server import build_mcp
 from api.settings import Settings
+from ledger.core import receipt_key
 from ledger.core.errors import Conflict, IntegrityViolation, NotInitialised
 from ledger.core.events import LedgerInitialised, MemorySearched, RowKeyBound, SessionStarted, SigningKeyBound
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
-from ledger.sessions import receipts
 from tests.conftest import LedgerFactory
 from tests.integration.test_tamper import INSERT, forged_search, raw, session_with_no_search
 
@@ -150,7 +150,7 @@ def old_ledger(tmp_path: Path, url: str, sessions: int = 3) -> tuple[Settings, i
     """A ledger as the code before authenticators wrote it: events only (no ``event_auth``, no ``tlog_hashes``),
     bound to its receipt and signing keys; returns its settings and head."""
     settings = Settings(home=tmp_path, database_url=url)  # type: ignore[call-arg]
-    key, _ = receipts.create_key(settings.key_path)
+    key, _ = receipt_key.create_key(settings.key_path)
     from ledger.core import signing
 
     signer, _ = signing.create_signing_key(settings.signing_key_path)
@@ -252,7 +252,7 @@ def test_an_old_ledger_whose_chain_is_broken_is_not_vouched_for(tmp_path: Path, 
 def test_an_old_ledger_with_another_receipt_key_is_not_vouched_for(tmp_path: Path, db_url: str) -> None:
     settings, head = old_ledger(tmp_path, db_url)
     settings.key_path.unlink()
-    receipts.create_key(settings.key_path)  # a new key file: the ledger is bound to the old one
+    receipt_key.create_key(settings.key_path)  # a new key file: the ledger is bound to the old one
     with pytest.raises(Conflict, match="initialised with receipt key"):
         initialise(settings)
     store = SqlEventStore(make_engine(db_url), row_key=None)

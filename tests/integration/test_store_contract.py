@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from freezegun import freeze_time
 
 from ledger.core import clock as _clock
-from ledger.core import signing
+from ledger.core import receipt_key, signing
 from ledger.core.canonical import canonical_json, format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash
 from ledger.core.errors import ConcurrencyError, InvalidInput, StoreUnavailable
@@ -36,7 +36,6 @@ from ledger.core.mapper import decode
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from ledger.sessions import receipts
 from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
 from tests.server_support import READY_WITHIN
@@ -750,7 +749,7 @@ def test_a_search_on_a_fresh_index_catches_up_from_the_log_first(
 @pytest.fixture
 def unreachable(tmp_path: Path) -> Iterator[Ledger]:
     """A ledger whose PostgreSQL server cannot be reached (nothing listens on port 1)."""
-    key, _ = receipts.create_key(tmp_path / "receipt.key")
+    key, _ = receipt_key.create_key(tmp_path / "receipt.key")
     store = SqlEventStore(make_engine(UNREACHABLE_PG), row_key=RowKey.derive(key.secret))
     yield Ledger(store=store, index=SearchIndex(store), key=key, signer=signing.SigningKey.generate())
     store.engine.dispose()

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from ledger.audit import checkpoints
 from ledger.core import clock as _clock
-from ledger.core import signing
+from ledger.core import receipt_key, signing
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.chain import GENESIS_HASH, record_hash, verify_chain
 from ledger.core.errors import Conflict
@@ -29,7 +29,6 @@ from ledger.core.events import MemorySearched
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
-from ledger.sessions import receipts
 from projections.search_index import SearchIndex
 from tests.conftest import LedgerFactory
 
@@ -407,7 +406,7 @@ def test_keys_public_prints_pem_jwk_and_both(make_ledger: LedgerFactory, tmp_pat
 
 def test_a_ledger_from_before_signing_keys_is_bound_to_one_by_init(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    key = receipts.create_key(tmp_path / "receipt.key")[0]
+    key = receipt_key.create_key(tmp_path / "receipt.key")[0]
     store = SqlEventStore(make_engine(url), row_key=RowKey.derive(key.secret))
     old = Ledger(store=store, index=SearchIndex(store), key=key)
     old.initialise()  # as before this change: no signing key

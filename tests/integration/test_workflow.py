@@ -11,6 +11,7 @@ import pytest
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from ledger.service import Actor, Ledger
 from ledger.workflow import decisions as wf
+from ledger.workflow.table import load_workflow
 from tests.conftest import LedgerFactory
 
 DEV, QA, PDSA = Actor("dev-agent", "mcp"), Actor("qa-agent", "mcp"), Actor("pdsa-agent", "mcp")
@@ -167,7 +168,7 @@ def test_pdsa_ref_must_be_a_url_and_blocked_needs_a_reason_then_restores(make_le
 
 # --- every rule of the default table ------------------------------------------------------------------------------
 
-FLOW = wf.load_workflow()
+FLOW = load_workflow()
 RULES = [(t, key, rule) for t, table in FLOW.types.items() for key, rule in table.items()]
 
 

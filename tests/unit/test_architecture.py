@@ -1,7 +1,9 @@
-"""The layers of docs/ARCHITECTURE.md hold: no module imports a higher layer, and no import circle joins modules.
+"""The layers and the order of capabilities of docs/ARCHITECTURE.md hold: no module imports a higher layer, no
+capability imports one of its own rank or above (the kernel none), and no import circle joins modules.
 
 Read from the source with ``ast`` (nothing is imported). Every import counts, at module level or inside a
-function; an import under ``if TYPE_CHECKING:`` counts for the layers but not for circles, as it never runs.
+function; an import under ``if TYPE_CHECKING:`` counts for the layers and the order but not for circles, as it
+never runs.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ PACKAGES = ("ledger", "projections", "api")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ground floor", ("ledger.core",)),
     ("read models", ("projections",)),
+    ("kernel", ("ledger.kernel",)),
     (
         "capabilities",
         (
-            "ledger.kernel",
             "ledger.keys",
             "ledger.sessions",
             "ledger.anchor",
@@ -37,6 +39,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("façade", ("ledger.service", "ledger")),
     ("adapters", ("api",)),
 )
+
+
+# The order of capabilities, lowest first: a package of ``ledger`` may import packages of a lower rank only — not
+# one of its own rank, not one above. The kernel is the floor: it imports no capability. What two capabilities
+# share moves down (to a lower capability, or to ``ledger.core``), never sideways.
+ORDER: tuple[tuple[str, ...], ...] = (
+    ("kernel",),
+    ("keys",),
+    ("sessions",),
+    ("anchor", "hooks", "memory"),
+    ("audit", "brain"),
+    ("workflow",),
+    ("enforcement",),
+)
+OUTSIDE_THE_ORDER = ("core", "service")  # the ground floor below it, and the façade that composes it
 
 
 def layer_of(module: str) -> int:
@@ -162,6 +179,45 @@ def circles(edges: list[Import]) -> list[list[str]]:
     return found
 
 
+def package_of(module: str) -> str | None:
+    """The capability (or ``kernel``) a module of ``ledger`` belongs to; ``None`` outside the order."""
+    parts = module.split(".")
+    if parts[0] != "ledger" or len(parts) < 2 or parts[1] in OUTSIDE_THE_ORDER:
+        return None
+    return parts[1]
+
+
+def rank_of(package: str, order: tuple[tuple[str, ...], ...] = ORDER) -> int:
+    for rank, names in enumerate(order):
+        if package in names:
+            return rank
+    raise AssertionError(
+        f"ledger.{package} has no rank in the order of docs/ARCHITECTURE.md: add it to ORDER and the document"
+    )
+
+
+def out_of_order(edges: list[Import], order: tuple[tuple[str, ...], ...] = ORDER) -> list[str]:
+    """The imports from one package of the order to another of the same rank or above."""
+    found = []
+    for e in edges:
+        source, target = package_of(e.source), package_of(e.target)
+        if source is None or target is None or source == target:
+            continue
+        if rank_of(target, order) >= rank_of(source, order):
+            found.append(f"{e.source} (line {e.line}, {source}) imports {e.target} ({target})")
+    return found
+
+
+def package_graph(edges: list[Import]) -> dict[str, set[str]]:
+    """Which packages of the order import which (runtime and type-checking imports alike)."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        source, target = package_of(e.source), package_of(e.target)
+        if source is not None and target is not None and source != target:
+            graph.setdefault(source, set()).add(target)
+    return graph
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     upward = [
         f"{e.source} (line {e.line}, {LAYERS[layer_of(e.source)][0]}) imports {e.target} "
@@ -177,6 +233,24 @@ def test_no_import_circles() -> None:
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def test_each_capability_imports_only_capabilities_below_it() -> None:
+    found = out_of_order(import_graph())
+    assert not found, "imports against the order of capabilities:\n" + "\n".join(found)
+
+
+def test_the_kernel_imports_no_capability() -> None:
+    assert not package_graph(import_graph()).get("kernel")
+
+
+def test_every_package_of_the_ledger_has_a_place() -> None:
+    """A new package under ``ledger/`` is a capability: it gets a rank (or is named outside the order)."""
+    packages = {p.name for p in (ROOT / "ledger").iterdir() if (p / "__init__.py").exists()}
+    modules_ = {p.stem for p in (ROOT / "ledger").glob("*.py") if p.stem != "__init__"}
+    for name in sorted(packages | modules_):
+        if name not in OUTSIDE_THE_ORDER:
+            rank_of(name)
+
+
 # --- the checker itself, on made-up graphs -----------------------------------------------------------------------
 
 
@@ -189,14 +263,44 @@ def test_a_circle_is_found_and_a_chain_is_not() -> None:
     assert circles([edge("a", "b"), edge("b", "a", runtime=False)]) == []
 
 
+def test_an_import_against_the_order_is_seen_and_one_down_it_is_not() -> None:
+    order = (("kernel",), ("low",), ("left", "right"), ("high",))
+
+    def edge(a: str, b: str) -> Import:
+        return Import(f"ledger.{a}.m", f"ledger.{b}.n", 1, True)
+
+    downward = [edge("high", "left"), edge("left", "low"), edge("low", "kernel"), edge("high", "kernel")]
+    assert out_of_order(downward, order) == []
+    assert out_of_order([edge("low", "low"), Import("ledger.high.m", "ledger.core.x", 1, True)], order) == []
+    assert len(out_of_order([edge("low", "left")], order)) == 1  # upward
+    assert len(out_of_order([edge("left", "right")], order)) == 1  # sideways, within a rank
+    assert len(out_of_order([edge("kernel", "low")], order)) == 1  # the kernel carries, it imports none
+    assert len(out_of_order([Import("ledger.kernel", "ledger.low", 1, False)], order)) == 1  # type-checking too
+    assert out_of_order([Import("ledger.service", "ledger.high.m", 1, True)], order) == []  # the façade composes
+    with pytest.raises(AssertionError, match="no rank"):
+        out_of_order([edge("low", "nowhere")], order)
+
+
+def test_the_package_graph_names_who_imports_whom() -> None:
+    edges = [
+        Import("ledger.brain.handlers", "ledger.memory.handlers", 1, True),
+        Import("ledger.brain.report", "ledger.sessions.report", 1, True),
+        Import("ledger.brain.decisions", "ledger.brain.report", 1, True),
+        Import("ledger.memory.reads", "ledger.kernel", 1, True),
+        Import("ledger.service", "ledger.brain.handlers", 1, True),
+    ]
+    assert package_graph(edges) == {"brain": {"memory", "sessions"}, "memory": {"kernel"}}
+
+
 @pytest.mark.parametrize(
     ("module", "layer"),
     [
         ("ledger.core.events", 0),
         ("projections.runner", 1),
-        ("ledger.memory.handlers", 2),
-        ("ledger.service", 3),
-        ("api.cli", 4),
+        ("ledger.kernel", 2),
+        ("ledger.memory.handlers", 3),
+        ("ledger.service", 4),
+        ("api.cli", 5),
     ],
 )
 def test_layers_are_read_by_longest_prefix(module: str, layer: int) -> None:

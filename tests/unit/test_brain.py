@@ -10,7 +10,8 @@ import pytest
 from ledger.brain import decisions as brain
 from ledger.core import events as ev
 from ledger.core.errors import InvalidInput
-from ledger.memory.decisions import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
+from ledger.core.limits import MAX_QUERY_CHARS
+from ledger.memory.decisions import MAX_CONTENT_CHARS
 from projections.brain import ThoughtTraffic, Traffic, evolve_traffic, is_highway
 
 SEED_AC_B5 = (

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ledger.enforcement import decisions as enf
 from ledger.enforcement.decisions import AgentToolStats, EnforcementLevel, Progressive, Validation
+from ledger.enforcement.rules import load_rules
 
 DISABLED, SOFT, WARNING, STRICT = (
     EnforcementLevel.DISABLED,
@@ -321,7 +322,7 @@ def test_a_placeholder_is_an_invalid_parameter_with_a_specific_hint() -> None:
 
 
 def test_the_shipped_rules_have_the_seed_defaults() -> None:
-    rules = enf.load_rules()
+    rules = load_rules()
     assert rules.enabled and rules.default_level is WARNING
     assert rules.progressive == Progressive(enabled=True, warning_threshold=3, strict_threshold=5)
     assert rules.rollout.percentage == 100 and rules.rollout.agents == {}
@@ -430,20 +431,20 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_a_bad_rules_file_names_the_file_and_the_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(enf.EnforcementConfigError) as caught:
-        enf.load_rules(path)
+        load_rules(path)
     message = str(caught.value)
     assert message.startswith(f"{path}: {key}: ") and problem in message
 
 
 def test_unreadable_or_malformed_rules_files_are_reported(tmp_path: Path) -> None:
     with pytest.raises(enf.EnforcementConfigError, match=r"cannot read the enforcement rules .*missing\.yaml"):
-        enf.load_rules(tmp_path / "missing.yaml")
+        load_rules(tmp_path / "missing.yaml")
     with pytest.raises(enf.EnforcementConfigError, match=r"rules\.yaml is not valid YAML"):
-        enf.load_rules(write(tmp_path, "enforcement: {tools: [\n"))
+        load_rules(write(tmp_path, "enforcement: {tools: [\n"))
 
 
 def test_a_rules_file_loads_from_a_path(tmp_path: Path) -> None:
-    rules = enf.load_rules(write(tmp_path, "enforcement:\n  default_level: strict\n"))
+    rules = load_rules(write(tmp_path, "enforcement:\n  default_level: strict\n"))
     assert rules.source == str(tmp_path / "rules.yaml")
     assert rules.rules[("manage_context", "add_insight")].level is STRICT
 
@@ -580,7 +581,7 @@ def test_ten_failures_escalate_to_strict_and_good_behaviour_brings_the_base_back
 
 
 def test_escalation_is_per_level_of_the_rule_set() -> None:
-    rules = enf.load_rules()
+    rules = load_rules()
     stats = fold([False] * 6)
     assert rules.level_for("manage_context", "update", "bot", stats) is STRICT
     assert rules.level_for("manage_context", "update", "bot", fold([True] * 6)) is SOFT
@@ -588,7 +589,7 @@ def test_escalation_is_per_level_of_the_rule_set() -> None:
 
 # --- decisions (seed 2.2, 6.2) --------------------------------------------------------------------------------
 
-RULES = enf.load_rules()
+RULES = load_rules()
 BAD_UPDATE = enf.validate("manage_task", "update", {"task_id": "task-1", "work_notes": "TODO"})
 UPDATE_RULE = RULES.rules[("manage_task", "update")]
 

@@ -7,11 +7,12 @@ from types import MappingProxyType
 
 import pytest
 
+from ledger.core import access
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from ledger.core.events import ApiKeyIssued, ApiKeyRevoked, DomainEvent, RecordedEvent
 from ledger.kernel import Actor
-from ledger.keys import access
 from ledger.keys import decisions as keys
+from ledger.workflow import decisions as workflow
 from projections.apikeys import KeyRing, advance
 from projections.tasks import TaskView
 
@@ -141,5 +142,5 @@ def task(status: str, actors: set[str]) -> TaskView:
     ],
 )
 def test_an_agent_sees_open_tasks_and_closed_ones_it_took_part_in(status: str, actors: set[str], visible: bool) -> None:
-    assert access.task_visible("alice", task(status, actors)) is visible
-    assert access.task_visible(None, task(status, actors))
+    assert workflow.task_visible("alice", task(status, actors)) is visible
+    assert workflow.task_visible(None, task(status, actors))

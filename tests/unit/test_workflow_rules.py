@@ -6,6 +6,7 @@ import datetime as _dt
 
 from ledger.core.events import TaskTransitioned, TaskTransitionRefused
 from ledger.workflow import decisions as wf
+from ledger.workflow.table import load_workflow
 from projections.tasks import TaskView
 
 TABLE = wf.parse_workflow(
@@ -48,7 +49,7 @@ def _task(role: str, status: str = "review") -> TaskView:
 
 
 def test_the_acting_role_never_selects_a_row_only_the_allowed_actors_limit_it() -> None:
-    flow = wf.load_workflow()
+    flow = load_workflow()
     refused = wf.decide_transition(flow, _task("liaison"), "rework", "qa", admin=False, proofs={})
     moved = wf.decide_transition(flow, _task("liaison"), "rework", "liaison", admin=False, proofs={})
     assert isinstance(refused, TaskTransitionRefused) and refused.codes == ["actor_not_allowed"]

@@ -18,7 +18,6 @@ from ledger.anchor.proof.oa5 import (
     FILES_SLACK,
     MAX_ERRORS,
     MAX_PROOF_CHARS,
-    MAX_RETRIES,
     MAX_TENSIONS,
     PLACEHOLDER_WORDS,
     PROOF_SECTIONS,
@@ -34,6 +33,7 @@ from ledger.anchor.proof.oa5 import (
 from ledger.anchor.proof.render import proof_template
 from ledger.anchor.proof.rules import artifact_is_concrete, files_grossly_off
 from ledger.anchor.proof.validate import AnchorValidation, validate_proof
+from ledger.sessions.locks import MAX_RETRIES  # the seed's retry limit, which the session's anchor lock counts
 
 __all__ = [
     "CONTEXT_FILE",

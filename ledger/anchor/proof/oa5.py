@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 TIERS = {"quick": 1, "default": 2, "deep": 3}  # minimum tension counts
-MAX_RETRIES = 2  # a first attempt + two retries
 START_MARKER = "===ODYSSEAN_ANCHOR_PROOF::v5.0==="
 END_MARKER = "===END_ODYSSEAN_ANCHOR_PROOF==="
 MAX_PROOF_CHARS = 20_000

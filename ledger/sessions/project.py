@@ -1,7 +1,8 @@
 """The project's real state, read by the server itself: git branch and status count, PHASE, and CTX citations.
 
-An agent only names its working directory; everything here is derived from the file system and git, so the
-anchor can compare what the agent claims with what is true. Three rules hold throughout:
+An agent only names its working directory; everything here is derived from the file system and git, so a
+session records the true state at clock-in and the anchor (above) can compare what the agent claims with what is
+true. Three rules hold throughout:
 
 * the working directory must lie inside a configured project root, checked on the resolved path *before*
   its existence, so a caller cannot probe for directories outside the roots;

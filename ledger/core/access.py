@@ -1,7 +1,8 @@
-"""Who may do and read what: the pure rules behind API key roles.
+"""Who may do and read what: the pure rules behind API key roles, on the ground floor because the kernel's append
+door and every capability apply them (which tasks an agent key reads is the workflow's rule, beside its table).
 
 * ``agent`` — acts as its agent. When the identity was proven by an API key (HTTP), it reads only its own:
-  its sessions, the events recorded for it, its rows of the reports, and the tasks of :func:`task_visible`.
+  its sessions, the events recorded for it, its rows of the reports, and the tasks the workflow shows it.
 * ``auditor`` — reads everything and changes nothing: every command that appends is refused.
 * ``admin`` — everything, plus the administrative commands (unlock a session, manage keys, act in a
   human workflow role).
@@ -16,8 +17,6 @@ from typing import Protocol
 
 from ledger.core.errors import Forbidden
 from ledger.core.events import KeyRole
-from ledger.workflow.decisions import TERMINAL
-from projections.tasks import TaskView
 
 ROLES: tuple[KeyRole, ...] = ("agent", "auditor", "admin")
 READ_ONLY_ROLES: frozenset[str] = frozenset({"auditor"})
@@ -75,21 +74,3 @@ def require_session_reader(caller: Caller, session_id: str, owner: str) -> None:
     own = read_scope(caller)
     if own is not None and owner != own:
         raise Forbidden(f"session {session_id} belongs to another agent", "read your own sessions")
-
-
-def task_visible(scope: str | None, task: TaskView) -> bool:
-    """Whether an agent limited to ``scope`` sees a task.
-
-    It sees every task it created or acted on, and every task still open (not complete or cancelled): the
-    workflow hands each open task to a role, and the acting role is the role of a session the agent opens, so
-    any agent may be the one that claims, reviews or finishes it next. Closed tasks of others stay hidden.
-    """
-    return scope is None or scope in task.actors or task.status not in TERMINAL
-
-
-def require_task_reader(caller: Caller, task: TaskView) -> None:
-    if not task_visible(read_scope(caller), task):
-        raise Forbidden(
-            f"task {task.task_id} is {task.status} and another agent's",
-            "an agent key reads open tasks and the tasks it created or acted on",
-        )
