@@ -62,6 +62,7 @@ def _build(
             enforcement_rules=_enforcement_rules(settings),
             witnesses=settings.witness_list,
             min_cosignatures=settings.checkpoint_min_cosignatures,
+            secret_scan=settings.secret_scan,
         ),
         clock=clock,
     )
