@@ -12,7 +12,10 @@ false-positive filters (templated values, ``$VARIABLES``, indirect references, U
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +34,9 @@ _TOKEN_BEFORE = frozenset(
 _RIGHT_EXTEND = re.compile(r"[A-Za-z0-9_\-+/=.]*")  # ... and after it (a JWT's signature, a key's padding)
 _PRIVATE_KEY_END = re.compile(r"-----END[ A-Z0-9]*-----")
 _FIRST_TOKEN = re.compile(r"[^\s,;'\"`]+")
+CLEAN_REMEMBERED = 4096  # digests of texts found clean, kept per process
+_clean: OrderedDict[bytes, None] = OrderedDict()
+_clean_lock = threading.Lock()
 
 
 def kind_of(secret_type: str) -> str:
@@ -83,7 +89,7 @@ def _detectors() -> _Detectors:
         KeywordDetector,
     )
 
-    plugins = get_mapping_from_secret_type_to_class()
+    plugins: dict[str, Any] = get_mapping_from_secret_type_to_class()
     regex = tuple(
         cls() for name, cls in sorted(plugins.items()) if name not in LEFT_OUT and issubclass(cls, RegexBasedDetector)
     )
@@ -106,13 +112,27 @@ def _detectors() -> _Detectors:
     )
 
 
-def warm() -> None:
-    """Import the detector and build its plugins now (a server calls it at start, so no request pays for it)."""
-    _detectors()
-
-
 def scan(text: str) -> list[Finding]:
-    """Every credential the detector finds in ``text``, in order of position (at most one per span)."""
+    """Every credential the detector finds in ``text``, in order of position (at most one per span).
+
+    A text found clean is remembered (by a 128-bit digest, never the text) for the next :data:`CLEAN_REMEMBERED`
+    texts, so one screened by its command and again by the append door is read once."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _clean_lock:
+        if key in _clean:
+            _clean.move_to_end(key)
+            return []
+    found = find(text)
+    if not found:
+        with _clean_lock:
+            _clean[key] = None
+            while len(_clean) > CLEAN_REMEMBERED:
+                _clean.popitem(last=False)
+    return found
+
+
+def find(text: str) -> list[Finding]:
+    """:func:`scan` without the memory of clean texts: every detector reads ``text`` (what a new text costs)."""
     found: list[Finding] = []
     offset = 0
     for number, line in enumerate(text.split("\n"), start=1):
@@ -156,20 +176,37 @@ def _scan_line(line: str) -> Iterator[tuple[str, str, int, int]]:
                 if match.group(0) in values or any(g in values for g in match.groups() if g):
                     start, end = _extend(line, *_span(match))
                     yield kind_of(plugin.secret_type), plugin.secret_type, start, end
-    if d.keyword_words.search(line) and not d.indirect(line):
-        yield from _keywords(d, line)
+    words = [m.start() for m in d.keyword_words.finditer(line)]
+    if words:
+        found = list(_keywords(d, line, words))
+        # the library's indirect-reference filter (``secret = get_secret()``), on the line from the key word on: its
+        # pattern is quadratic in the length it reads, so it only runs when a key word was assigned something
+        if found and not d.indirect(line[words[0] :]):
+            yield from found
 
 
-def _keywords(d: _Detectors, line: str) -> Iterator[tuple[str, str, int, int]]:
+def _matches(d: _Detectors, pattern: re.Pattern[str], line: str, words: list[int]) -> Iterator[re.Match[str]]:
+    """The pattern's matches: tried only where a key word starts when the pattern opens with one (a word inside
+    the same run of letters would match from the run's start too), else searched along the whole line."""
+    if not pattern.pattern.startswith(d.keyword_words.pattern):
+        yield from pattern.finditer(line)
+        return
+    for at in words:
+        match = pattern.match(line, at)
+        if match is not None:
+            yield match
+
+
+def _keywords(d: _Detectors, line: str, words: list[int]) -> Iterator[tuple[str, str, int, int]]:
     """A key word assigned a quoted value (the keyword detector), else an unquoted value of high entropy."""
     kw = d.keyword
     for pattern, group in d.quoted.items():
-        for match in pattern.finditer(line):
+        for match in _matches(d, pattern, line, words):
             value = match.group(group)
             if value and _plausible(d, value, line):
                 yield kind_of(kw.secret_type), kw.secret_type, match.start(group), match.end(group)
     for pattern, group in d.unquoted.items():
-        for match in pattern.finditer(line):
+        for match in _matches(d, pattern, line, words):
             token = _FIRST_TOKEN.match(match.group(group) or "")
             if token is None:
                 continue

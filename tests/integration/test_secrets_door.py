@@ -1,18 +1,21 @@
-"""Credentials at the door (issue 26, point 4), through the façade on a real SQLite file and a real PostgreSQL
-schema: each kind is refused on every command that takes caller text — memory, search and recall queries, task
-notes and context, brain contributions and queries — naming the kind and the field, never the credential; nothing
-is appended, and the credential is in no file under the ledger's home and nowhere in a ``pg_dump`` of its schema.
-``redact`` stores the placeholder, ``off`` stores the text (which the same file and dump checks then find), and
-texts that only talk about keys are stored."""
+"""Credentials at the door (issue 26, point 4), through the façade and the console on a real SQLite file and a
+real PostgreSQL schema: each kind is refused on every command that takes caller text — memory, search and recall
+queries, task notes and context, brain contributions and queries — naming the kind and the field, never the
+credential; nothing is appended, and the credential is in no file under the ledger's home and nowhere in a
+``pg_dump`` of its schema. ``redact`` stores the placeholder, ``off`` stores the text (which the same file and dump
+checks then find), and texts that only talk about keys are stored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from api.cli import app
 from ledger.core.errors import SecretInText
 from ledger.core.events import MemoryRemembered, MemorySearched, TaskWorkRecorded
 from ledger.memory.decisions import block_id_for
@@ -87,7 +90,9 @@ def test_each_kind_is_refused_everywhere_and_left_in_no_file(
         assert not leaked_into_dump(db_url, sample.needle)
 
 
-def test_off_stores_the_credential_and_the_checks_find_it(make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> None:
+def test_off_stores_the_credential_and_the_checks_find_it(
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+) -> None:
     """The control of the test above: with the scan off the credential is appended, and the very checks that found
     nothing there find it in the database's files (SQLite) and in the schema's dump (PostgreSQL)."""
     ledger = make_ledger(db_url, secret_scan="off")
@@ -141,3 +146,22 @@ def test_texts_that_only_talk_about_keys_are_stored(make_ledger: LedgerFactory, 
         ledger.search(ALICE, sid, text)
     stored = [e.event.content for e in ledger.store.iter_events(types=[MemoryRemembered.type_name])]
     assert all(text in stored for text in BENIGN)
+
+
+def test_the_console_refuses_too(make_ledger: LedgerFactory, db_url: str, tmp_path: Path) -> None:
+    ledger = make_ledger(db_url)
+    block_id = ledger.remember(ALICE, "Backups run weekly.", ["ops"]).block_id
+    head = ledger.store.head()
+    github = next(s for s in SAMPLES if s.kind == "github_token")
+    calls = {
+        "content": ["memory", "supersede", block_id, github.text],
+        "reason": ["memory", "forget", block_id, "--reason", github.text],
+        "dna.notes": ["task", "create", "t-1", "Rotate keys", "--dna", json.dumps({"notes": github.text})],
+        "title": ["task", "create", "t-1", github.text],
+    }
+    for field, args in calls.items():
+        result = CliRunner().invoke(app, ["--home", str(tmp_path), "--db", db_url, *args])
+        assert result.exit_code != 0, (field, result.stdout)
+        assert f"{field}, line 1" in result.stderr and "(github_token)" in result.stderr, (field, result.stderr)
+        assert github.needle not in result.stdout + result.stderr
+        assert ledger.store.head() == head, f"{args} appended something"

@@ -38,6 +38,14 @@ def test_more_detector_plugins_run(kind: str, secret: str) -> None:
     assert [f.kind for f in secret_scan.scan(f"for the record: {secret} (rotate it)")] == [kind]
 
 
+def test_only_clean_texts_are_remembered_between_scans() -> None:
+    aws = next(s for s in SAMPLES if s.kind == "aws_access_key")
+    clean = f"{BENIGN[0]} (checked twice)"
+    assert secret_scan.scan(clean) == secret_scan.scan(clean) == [] == secret_scan.find(clean)
+    first, again = secret_scan.scan(aws.text), secret_scan.scan(aws.text)
+    assert first == again == secret_scan.find(aws.text) and [f.kind for f in again] == ["aws_access_key"]
+
+
 def test_line_and_column_are_where_the_credential_starts() -> None:
     aws = next(s for s in SAMPLES if s.kind == "aws_access_key")
     text = "first line\n  second line, then " + aws.needle
