@@ -42,7 +42,7 @@ from ledger.core.events import MemoryRemembered, to_payload
 from ledger.core.text import find_bad_text
 from ledger.service import Actor
 
-SECTION = "## Credential scan (scripts/bench_secret_scan.py)"
+SECTION = docs.SECRET_SCAN
 PROSE = (
     "We keep the event store append-only and hash chained. The projection runner folds events into read models, "
     "snapshots are signed with the ledger key, and search fuses BM25 from SQLite FTS5 or PostgreSQL tsvector with "
@@ -163,10 +163,10 @@ def main() -> int:
         "",
         *markdown.table(("measurement", "p50", "p95", "÷ baseline (p50)", "÷ second baseline (p50)"), rows),
         "",
-        "First use in a fresh process (importing `detect-secrets` — it imports `requests` — and building its "
-        f"plugins, once per process): {statistics.median(first_scan) * 1000:.0f} ms (median of "
-        f"{len(first_scan)}), {statistics.median(first_scan) / statistics.median(facade):.2f}× importing the",
-        f"ledger's façade (`import ledger.service`, {statistics.median(facade) * 1000:.0f} ms) in a fresh process.",
+        "First use in a fresh process (importing `detect-secrets` — it imports `requests` — and building its plugins,",
+        f"once per process): {statistics.median(first_scan) * 1000:.0f} ms (median of {len(first_scan)}), "
+        f"{statistics.median(first_scan) / statistics.median(facade):.2f}× importing the ledger's façade",
+        f"(`import ledger.service`, {statistics.median(facade) * 1000:.0f} ms) in a fresh process.",
         "",
         f"Reading: a typical memory costs the door {fmt_ms_fine(scan_p50)} at p50 to scan (every detector plugin "
         "runs its patterns over",

@@ -64,6 +64,7 @@ BENIGN: tuple[str, ...] = (
     "Session ses_0123456789abcdef0123 searched for 'api_key rotation policy' before the change.",
     "Set api_key = os.environ['PAYMENTS_API_KEY'] in settings.py; the token column is named api_token.",
     "The dashboard is at https://ops.example.com/dashboard?page=2 and alice@example.com owns it.",
+    'The compose file sets password = "${DB_PASSWORD}" and the example reads api_key: <your key here>.',
 )
 
 

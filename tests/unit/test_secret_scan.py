@@ -70,6 +70,18 @@ def test_texts_that_only_talk_about_keys_pass(text: str) -> None:
     assert secret_scan.scan(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=hunter2",
+        "the password is hunter2",
+        ("akia" + "q3egrt5yjh7lkd2m"),  # a tag is lower-cased before the door sees it
+    ],
+)
+def test_what_the_readme_says_the_detector_misses_it_misses(text: str) -> None:
+    assert secret_scan.scan(text) == []  # README, "Credentials are kept out": a detector is not a guarantee
+
+
 def test_a_refusal_names_the_kind_and_the_field_never_the_credential() -> None:
     github = next(s for s in SAMPLES if s.kind == "github_token")
     event = MemorySearched(session_id="ses_1", query=github.text, limit=5, result_ids=[], count=0)
