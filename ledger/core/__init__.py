@@ -1,3 +1,4 @@
-"""The ground floor: the event vocabulary, canonical JSON, the hash chain, the mapper, the clock, errors, limits,
-signing keys and the event store. Nothing here imports a higher layer.
+"""The ground floor: the event vocabulary and its inventory of text, canonical JSON, the hash chain, the mapper,
+the clock, errors, limits, the credential scan, signing keys and the event store. Nothing here imports a higher
+layer.
 """
