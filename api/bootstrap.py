@@ -45,7 +45,7 @@ def _build(settings: Settings, key: ReceiptKey, signer: signing.SigningKey | Non
         index=search_index(store, settings),
         key=key,
         signer=signer,
-        config=LedgerConfig(snapshot_every=settings.snapshot_every_events),
+        config=LedgerConfig(snapshot_every=settings.snapshot_every_events, secret_scan=settings.secret_scan),
         clock=clock,
         capabilities=CapabilityConfig(
             token_ttl=settings.token_ttl,

@@ -121,6 +121,11 @@ class Settings(BaseSettings):
         False, description="odyssean_anchor fails a proof that answers no anchor_challenge"
     )
     require_anchor: bool = Field(False, description="assert_compliance also requires a validated anchor")
+    secret_scan: Literal["refuse", "redact", "off"] = Field(
+        "refuse",
+        description="credentials (API keys, tokens, private keys, passwords in URLs, …) in any text a caller sends: "
+        "refuse the request (422, nothing recorded), redact (store [REDACTED:<kind>] in their place) or off",
+    )
     workflow_file: Path | None = Field(
         None, description="YAML workflow table replacing the default one (see docs/WORKFLOW.md)"
     )

@@ -9,11 +9,11 @@ with (its workflow table, its rules, its time limits) goes to that capability's 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ledger.core import access, signing
+from ledger.core import access, credentials, signing
 from ledger.core import clock as _clock
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
@@ -58,6 +58,10 @@ class LedgerConfig:
 
     max_conflict_retries: int = 20  # load-decide-append attempts before a request gives up on a busy stream
     snapshot_every: int = snapshots.DEFAULT_EVERY  # events folded between projection snapshots; 0: never snapshot
+    secret_scan: credentials.Mode = "refuse"  # credentials in caller text: refuse | redact | off (LEDGER_SECRET_SCAN)
+
+    def __post_init__(self) -> None:
+        credentials.check_mode(self.secret_scan)
 
 
 @dataclass
@@ -89,9 +93,17 @@ class Kernel:
         self, actor: Actor, stream: str, expected_version: int, events: Sequence[DomainEvent], meta: dict[str, Any]
     ) -> list[RecordedEvent]:
         """Append for ``actor``: the one door every command's events go through, so a role that only reads
-        (an auditor key) is refused here, whatever the command, before anything is written."""
+        (an auditor key) is refused here, whatever the command, before anything is written; and so is text that
+        holds a credential (or it is redacted: ``config.secret_scan``)."""
         access.require_writer(actor)
+        events = credentials.screen_events(events, self.config.secret_scan)
         return self.store.append(stream, expected_version, events, meta)
+
+    def screen(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A command's caller text, by argument name, as the door would take it: a :class:`SecretInText` when it
+        holds a credential, redacted, or as it is (``config.secret_scan``). Commands that append more than once
+        or derive an id from their text call it before acting, so a refusal leaves nothing behind."""
+        return credentials.screen_values(values, self.config.secret_scan)
 
     def retrying(self, attempt: Callable[[], T]) -> T:
         """Run load-decide-append again when another writer won the race for the stream."""

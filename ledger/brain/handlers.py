@@ -78,6 +78,8 @@ class BrainCommands:
             brain.check_contribution_length(prompt)
         prompt = brain.check_prompt(prompt)
         context = brain.check_context(context)
+        screened = self.kernel.screen({"prompt": prompt, "context": context})  # credentials: before the first append
+        prompt, context = screened["prompt"], screened["context"]
         agent_name = brain.check_agent_name(agent_name)
         check_agent(actor.agent)
         kind = brain.classify(prompt)

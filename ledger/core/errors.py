@@ -116,3 +116,15 @@ class IntegrityViolation(LedgerError):
     def __init__(self, message: str, hint: str = "", position: int | None = None) -> None:
         super().__init__(message, hint)
         self.position = position
+
+
+class SecretInText(InvalidInput):
+    """A text the caller sent holds a credential (``LEDGER_SECRET_SCAN=refuse``): nothing was recorded. ``found``
+    says where, as ``(path, kind, line, column)`` — never the secret itself."""
+
+    code = "secret_in_text"
+    status = 422
+
+    def __init__(self, message: str, hint: str, found: tuple[tuple[str, str, int, int], ...]) -> None:
+        super().__init__(message, hint)
+        self.found = found

@@ -180,6 +180,7 @@ class EnforcementCommands:
         self, actor: Actor, action: str, params: Mapping[str, Any], session_id: str | None = None
     ) -> ManagedResult:
         """``create`` a task, report an ``update``, or ``complete`` it (a workflow transition to complete)."""
+        params = self._screened(params)
         check = self.check_parameters(actor, "manage_task", action, params, session_id)
         if not check.decision.allow:
             return _blocked(check)
@@ -218,6 +219,7 @@ class EnforcementCommands:
         self, actor: Actor, action: str, params: Mapping[str, Any], session_id: str | None = None
     ) -> ManagedResult:
         """``update`` the task's context, ``add_insight`` or ``add_progress``: recorded on the task."""
+        params = self._screened(params)
         check = self.check_parameters(actor, "manage_context", action, params, session_id)
         if not check.decision.allow:
             return _blocked(check)
@@ -261,6 +263,7 @@ class EnforcementCommands:
         self, actor: Actor, action: str, params: Mapping[str, Any], session_id: str | None = None
     ) -> ManagedResult:
         """``create``, ``update`` or ``complete`` a subtask of a task."""
+        params = self._screened(params)
         check = self.check_parameters(actor, "manage_subtask", action, params, session_id)
         if not check.decision.allow:
             return _blocked(check)
@@ -277,6 +280,11 @@ class EnforcementCommands:
         params_out = _context(data) | ({"title": data["title"]} if "title" in data else {})
         task = self._record_work(actor, task_id, "manage_subtask", action, subtask_id, params_out)
         return _allowed(check, task)
+
+    def _screened(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A managed call's arguments with credentials refused (or redacted) before its check is recorded, so a
+        refusal appends nothing; an oversized call is refused by the check itself, which records sizes only."""
+        return params if limits.oversized(params) else self.kernel.screen(params)
 
     def _record_work(
         self,

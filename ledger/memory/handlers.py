@@ -72,6 +72,9 @@ class MemoryCommands(MemoryRevisions):
         clean_category = memory.check_category(category)
         if constitution.CONSTITUTIONAL_TAG in clean_tags:
             access.require_admin(actor, "add to the constitution (a block tagged self/constitutional)")
+        # credentials out before the id, the consolidation's embedding or anything else is made of the text
+        screened = self.kernel.screen({"content": content, "tags": clean_tags, "context": context})
+        content, clean_tags, context = screened["content"], screened["tags"], screened["context"]
         block_id = memory.block_id_for(content)
         verdict, method = self._consolidation(block_id, content)
 
@@ -147,8 +150,10 @@ class MemoryCommands(MemoryRevisions):
         if seed:
             wanted += [(b.content, list(b.tags)) for b in constitution.CONSTITUTION]
         if identity is not None:
-            wanted.append((memory.check_content(identity), ["self/context"]))
-        wanted += [(memory.check_content(v), ["self/value"]) for v in values]
+            identity = self.kernel.screen({"identity": memory.check_content(identity)})["identity"]
+            wanted.append((identity, ["self/context"]))
+        values = self.kernel.screen({"values": [memory.check_content(v) for v in values]})["values"]
+        wanted += [(v, ["self/value"]) for v in values]
         session = self.grants.open_if(actor, session_id)
         created: list[str] = []
         present: list[str] = []

@@ -36,7 +36,7 @@ class MemoryRevisions(MemoryReads):
     def supersede(self, actor: Actor, block_id: str, content: str, session_id: str | None = None) -> SupersedeResult:
         """Replace a live block by ``content``: a new block with the same tags and category that search and
         recall find instead; the old block and its history stay readable."""
-        content = memory.check_content(content)
+        content = self.kernel.screen({"content": memory.check_content(content)})["content"]  # before the new id
         new_id = memory.block_id_for(content)
         if new_id == block_id:
             raise InvalidInput(

@@ -22,6 +22,7 @@ RETRIEVAL = "## Retrieval quality (scripts/eval_retrieval.py)"
 UI = "## Dashboard page load (scripts/bench_ui.py)"
 RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
 PROOFS = "## Offline proof checks (scripts/bench_tlog.py)"
+SECRET_SCAN = "## Credential scan (scripts/bench_secret_scan.py)"
 SECTIONS = (
     ANCHOR,
     MEMORY,
@@ -36,6 +37,7 @@ SECTIONS = (
     RETRIEVAL,
     UI,
     RECALL_FRAMES,
+    SECRET_SCAN,
 )
 
 

@@ -17,7 +17,7 @@ from ledger.core.events.anchor import (
     AnchorRefused,
     AnchorUnlocked,
 )
-from ledger.core.events.base import DomainEvent, RecordedEvent, Timestamp
+from ledger.core.events.base import DomainEvent, RecordedEvent, Texts, Timestamp
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, StopOutcome, TurnStarted
 from ledger.core.events.keys import (
@@ -105,6 +105,7 @@ __all__ = [
     "TaskTransitionRefused",
     "TaskTransitioned",
     "TaskWorkRecorded",
+    "Texts",
     "Timestamp",
     "TurnStarted",
     "UnknownEventType",

@@ -2,7 +2,7 @@
 
 from typing import ClassVar
 
-from ledger.core.events.base import DomainEvent, Timestamp
+from ledger.core.events.base import DomainEvent, Texts, Timestamp
 
 
 class AnchorChallengeIssued(DomainEvent):
@@ -12,6 +12,7 @@ class AnchorChallengeIssued(DomainEvent):
     the text, and a reader of the log cannot test guesses against the digest without the key."""
 
     type_name: ClassVar[str] = "AnchorChallengeIssued"
+    texts: ClassVar[Texts] = Texts(ledger=("session_id", "challenge_id", "path", "line_digest"))
     session_id: str
     challenge_id: str
     path: str  # relative to the working directory, as git lists it
@@ -27,6 +28,11 @@ class AnchorAttempted(DomainEvent):
 
     type_name: ClassVar[str] = "AnchorAttempted"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(
+        free=("proof_candidate", "canonical_proof", "errors", "warnings"),
+        labels=("role",),
+        ledger=("session_id", "tier", "branch", "phase", "challenge_id"),
+    )
     session_id: str
     role: str
     tier: str
@@ -47,6 +53,7 @@ class AnchorLocked(DomainEvent):
     """Too many failed anchor attempts: the session is locked until a person unlocks it."""
 
     type_name: ClassVar[str] = "AnchorLocked"
+    texts: ClassVar[Texts] = Texts(ledger=("session_id",))
     session_id: str
     failed_attempts: int
 
@@ -55,6 +62,7 @@ class AnchorRefused(DomainEvent):
     """An anchor attempt on a locked session was refused without validation."""
 
     type_name: ClassVar[str] = "AnchorRefused"
+    texts: ClassVar[Texts] = Texts(ledger=("session_id",))
     session_id: str
 
 
@@ -62,5 +70,6 @@ class AnchorUnlocked(DomainEvent):
     """A person unlocked the session's anchoring, with a reason; the attempt count starts again."""
 
     type_name: ClassVar[str] = "AnchorUnlocked"
+    texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("session_id",))
     session_id: str
     reason: str

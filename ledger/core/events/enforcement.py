@@ -2,7 +2,7 @@
 
 from typing import Any, ClassVar
 
-from ledger.core.events.base import DomainEvent
+from ledger.core.events.base import DomainEvent, Texts
 
 
 class ParameterChecked(DomainEvent):
@@ -15,6 +15,11 @@ class ParameterChecked(DomainEvent):
 
     type_name: ClassVar[str] = "ParameterChecked"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(
+        free=("invalid", "error"),
+        labels=("action", "unknown", "task_id"),
+        ledger=("tool", "base_level", "level", "outcome", "missing", "session_id"),
+    )
     tool: str
     action: str
     base_level: str
@@ -36,6 +41,7 @@ class TaskWorkRecorded(DomainEvent):
     given, e.g. ``work_notes`` and ``progress_made`` for ``manage_task.update``."""
 
     type_name: ClassVar[str] = "TaskWorkRecorded"
+    texts: ClassVar[Texts] = Texts(free=("params",), labels=("task_id", "subtask_id"), ledger=("tool", "action"))
     task_id: str
     tool: str
     action: str

@@ -2,7 +2,7 @@
 
 from typing import ClassVar, Literal
 
-from ledger.core.events.base import DomainEvent
+from ledger.core.events.base import DomainEvent, Texts
 
 StopOutcome = Literal["blocked", "allowed", "loop_guard"]
 
@@ -14,6 +14,7 @@ class TurnStarted(DomainEvent):
     agent). ``input_problem`` says what was wrong with what the client sent, if anything."""
 
     type_name: ClassVar[str] = "TurnStarted"
+    texts: ClassVar[Texts] = Texts(free=("input_problem",), labels=("client_session",), ledger=("client",))
     client: str
     client_session: str | None = None
     input_problem: str | None = None
@@ -28,6 +29,11 @@ class StopHookDecided(DomainEvent):
     through."""
 
     type_name: ClassVar[str] = "StopHookDecided"
+    texts: ClassVar[Texts] = Texts(
+        free=("input_problem",),
+        labels=("client_session",),
+        ledger=("client", "outcome", "reason"),
+    )
     client: str
     outcome: StopOutcome
     client_session: str | None = None

@@ -3,13 +3,14 @@ revoked."""
 
 from typing import ClassVar, Literal
 
-from ledger.core.events.base import DomainEvent
+from ledger.core.events.base import DomainEvent, Texts
 
 
 class LedgerInitialised(DomainEvent):
     """The ledger was initialised and bound to the receipt key with this fingerprint."""
 
     type_name: ClassVar[str] = "LedgerInitialised"
+    texts: ClassVar[Texts] = Texts(ledger=("receipt_key_id",))
     receipt_key_id: str
 
 
@@ -17,6 +18,7 @@ class SigningKeyBound(DomainEvent):
     """The ledger was bound to the Ed25519 key that signs its receipts and checkpoints (public half recorded)."""
 
     type_name: ClassVar[str] = "SigningKeyBound"
+    texts: ClassVar[Texts] = Texts(ledger=("key_id", "public_key"))
     key_id: str
     public_key: str  # raw public key, base64url (the JWK's "x")
 
@@ -29,6 +31,7 @@ class RowKeyBound(DomainEvent):
     never vouches for unauthenticated events again (a dropped authenticators' table is not an old ledger)."""
 
     type_name: ClassVar[str] = "RowKeyBound"
+    texts: ClassVar[Texts] = Texts(ledger=("key_id",))
     key_id: str
     vouched_through: int
 
@@ -45,6 +48,7 @@ class ApiKeyIssued(DomainEvent):
 
     type_name: ClassVar[str] = "ApiKeyIssued"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(labels=("agent",), ledger=("key_id", "key_sha256", "role"))
     key_id: str
     agent: str
     key_sha256: str
@@ -56,6 +60,7 @@ class ApiKeyRevoked(DomainEvent):
     issued in the same append."""
 
     type_name: ClassVar[str] = "ApiKeyRevoked"
+    texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("key_id", "replaced_by"))
     key_id: str
     reason: str | None = None
     replaced_by: str | None = None

@@ -2,7 +2,7 @@
 
 from typing import ClassVar, Literal
 
-from ledger.core.events.base import DomainEvent, Timestamp
+from ledger.core.events.base import DomainEvent, Texts, Timestamp
 
 
 class MemoryRemembered(DomainEvent):
@@ -15,6 +15,11 @@ class MemoryRemembered(DomainEvent):
 
     type_name: ClassVar[str] = "MemoryRemembered"
     schema_version: ClassVar[int] = 4
+    texts: ClassVar[Texts] = Texts(
+        free=("content", "context"),
+        labels=("tags", "category"),
+        ledger=("block_id", "session_id"),
+    )
     block_id: str
     content: str
     tags: list[str]
@@ -27,6 +32,7 @@ class MemoryDuplicateRejected(DomainEvent):
     """A remember request was rejected because a block with the same normalised content exists."""
 
     type_name: ClassVar[str] = "MemoryDuplicateRejected"
+    texts: ClassVar[Texts] = Texts(ledger=("block_id", "session_id"))
     block_id: str
     session_id: str | None = None
 
@@ -35,6 +41,7 @@ class MemorySearched(DomainEvent):
     """A session searched memory; this issues the session's one-time compliance token."""
 
     type_name: ClassVar[str] = "MemorySearched"
+    texts: ClassVar[Texts] = Texts(free=("query",), ledger=("session_id", "result_ids"))
     session_id: str
     query: str
     limit: int
@@ -53,6 +60,10 @@ class MemoryRecalled(DomainEvent):
 
     type_name: ClassVar[str] = "MemoryRecalled"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(
+        free=("query",),
+        ledger=("session_id", "frame", "block_ids", "guaranteed_ids", "relevant_ids"),
+    )
     session_id: str | None
     query: str | None
     frame: Frame
@@ -71,6 +82,9 @@ class MemoryCurated(DomainEvent):
     """Curate ran: blocks archived, co-retrieval edges pruned, blocks reinforced, at this many active hours."""
 
     type_name: ClassVar[str] = "MemoryCurated"
+    texts: ClassVar[Texts] = Texts(
+        ledger=("trigger", "archived", "edges_pruned", "constitutional_reinforced", "reinforced"),
+    )
     trigger: Literal["manual", "auto"]
     active_hours: float
     archived: list[str]
@@ -84,6 +98,7 @@ class MemoryOutcomeRecorded(DomainEvent):
     signal below 0.20 doubles their decay rate (capped)."""
 
     type_name: ClassVar[str] = "MemoryOutcomeRecorded"
+    texts: ClassVar[Texts] = Texts(free=("note",), ledger=("block_ids", "session_id"))
     block_ids: list[str]
     signal: float
     session_id: str | None = None
@@ -95,6 +110,7 @@ class MemorySuperseded(DomainEvent):
     leaves search and recall, which find the new block instead."""
 
     type_name: ClassVar[str] = "MemorySuperseded"
+    texts: ClassVar[Texts] = Texts(ledger=("block_id", "by_block_id", "session_id"))
     block_id: str
     by_block_id: str
     session_id: str | None = None
@@ -105,6 +121,7 @@ class MemoryForgotten(DomainEvent):
     log and says why."""
 
     type_name: ClassVar[str] = "MemoryForgotten"
+    texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("block_id",))
     block_id: str
     reason: str
 
@@ -114,6 +131,7 @@ class MemoryArchived(DomainEvent):
     keeps its history, and can be restored; this event says why."""
 
     type_name: ClassVar[str] = "MemoryArchived"
+    texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("block_id",))
     block_id: str
     reason: str
 
@@ -123,6 +141,7 @@ class MemoryRestored(DomainEvent):
     regenerating the constitution): search and recall find it again, reinforced at this moment."""
 
     type_name: ClassVar[str] = "MemoryRestored"
+    texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("block_id",))
     block_id: str
     reason: str
 
@@ -132,6 +151,7 @@ class MemoryLinked(DomainEvent):
     or the lexical fallback's word overlap): it was linked to that block instead of stored twice."""
 
     type_name: ClassVar[str] = "MemoryLinked"
+    texts: ClassVar[Texts] = Texts(ledger=("block_id", "candidate_id", "method", "session_id"))
     block_id: str  # the existing block the contribution was linked to
     candidate_id: str  # the id the contribution would have had (its content hash)
     similarity: float
@@ -144,6 +164,7 @@ class ContradictionFlagged(DomainEvent):
     a person resolves it (supersede or forget one)."""
 
     type_name: ClassVar[str] = "ContradictionFlagged"
+    texts: ClassVar[Texts] = Texts(ledger=("block_id", "contradicts", "method", "session_id"))
     block_id: str  # the new block
     contradicts: str  # the existing block
     similarity: float

@@ -2,13 +2,18 @@
 
 from typing import ClassVar, Literal
 
-from ledger.core.events.base import DomainEvent
+from ledger.core.events.base import DomainEvent, Texts
 
 
 class SessionStarted(DomainEvent):
     """An agent clocked in and opened a ledger session, with the project context read by the server."""
 
     type_name: ClassVar[str] = "SessionStarted"
+    texts: ClassVar[Texts] = Texts(
+        free=("focus",),
+        labels=("agent", "role", "working_dir"),
+        ledger=("session_id", "branch", "phase", "context_files"),
+    )
     session_id: str
     agent: str
     role: str
@@ -24,6 +29,7 @@ class SessionEnded(DomainEvent):
     """The session's agent clocked out; the session accepts no further actions."""
 
     type_name: ClassVar[str] = "SessionEnded"
+    texts: ClassVar[Texts] = Texts(ledger=("session_id", "reason"))
     session_id: str
     reason: str = "clock_out"
 
@@ -36,6 +42,7 @@ class ComplianceStamped(DomainEvent):
 
     type_name: ClassVar[str] = "ComplianceStamped"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(labels=("request_id",), ledger=("session_id", "stamp"))
     session_id: str
     search_position: int
     count: int
@@ -54,6 +61,7 @@ class ComplianceRefused(DomainEvent):
 
     type_name: ClassVar[str] = "ComplianceRefused"
     schema_version: ClassVar[int] = 2
+    texts: ClassVar[Texts] = Texts(labels=("request_id",), ledger=("session_id", "reason", "message"))
     session_id: str
     reason: RefusalReason
     message: str
