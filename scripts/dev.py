@@ -165,6 +165,10 @@ def cmd_test(args: list[str]) -> int:
         "--cov=projections",
         "--cov=api",
         "--cov-report=term:skip-covered",
+        # one worker per core (pytest-xdist): the suite is a few thousand independent tests, each on its own
+        # SQLite file or PostgreSQL schema and its own loopback ports; `-n 0` in ARGS runs it in one process
+        "-n",
+        "auto",
         *args,
         # tests/e2e/test_install.py installs this wheel instead of building one of its own
         env={**os.environ, "LEDGER_TEST_WHEEL": str(wheel)},

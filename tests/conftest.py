@@ -34,6 +34,13 @@ hypothesis.settings.load_profile("ledger")
 # BM25 alone; tests of hybrid search and consolidation ask for it (``semantic=True``), and share one loaded model.
 os.environ.setdefault("LEDGER_SEMANTIC", "false")
 
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 in their environment (execnet sets them), which a
+# developer's pipe or CI's never has: the CLI would fold its records at 80 columns there and nowhere else. The
+# suite runs as the single process does; tests of folding set COLUMNS themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 PG_URL = os.environ.get("LEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("LEDGER_REQUIRE_POSTGRES"))
 
