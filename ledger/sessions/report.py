@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ledger.core.errors import StoreUnavailable
 from projections.compliance import AgentCompliance
 from projections.provenance import Origin
-from projections.search_ranking import Hit
+from projections.search import Hit
 from projections.sessions import SessionView, TokenStatus
 
 
