@@ -15,7 +15,7 @@ from ledger.enforcement.rules import RULES_FILE
 from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 from ledger.workflow.table import TABLE
 from projections import embedder
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex
 
 if TYPE_CHECKING:
     from projections.embedding_index import EmbeddingIndex

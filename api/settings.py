@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.core.limits import Timeouts
-from projections import fusion
+from projections.search import fusion
 
 if TYPE_CHECKING:
     from ledger.core.tlog.policy import Witness

@@ -20,7 +20,7 @@ from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, Recorded
 from ledger.core.receipt_key import ReceiptKey
 from ledger.core.storage import SqlEventStore
 from projections import snapshots
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex
 
 Source = Literal["mcp", "rest", "cli"]
 T = TypeVar("T")

@@ -35,7 +35,7 @@ from ledger.workflow.handlers import WorkflowCommands
 from ledger.workflow.table import TABLE
 from projections import snapshots as _snapshots
 from projections.active_hours import IDLE_TIMEOUT
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex
 
 __all__ = [
     "API_KEYS_STREAM",

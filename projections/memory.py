@@ -4,7 +4,7 @@ Per entity the folds are pure (``evolve_block``, ``evolve_edge``); :class:`Memor
 tables and keeps the adjacency index the read side needs for weighted degree. Nothing here reads a clock:
 a block keeps the *moment* it was last reinforced, and the read side turns moments into active hours with
 ``projections.active_hours.ActiveClock``, so a replay to any moment scores blocks exactly as the live system
-did at that moment. (The SQL full-text index is built from the same events by ``ledger.search_index``.)
+did at that moment. (The SQL full-text index is built from the same events by ``projections.search``.)
 """
 
 from __future__ import annotations

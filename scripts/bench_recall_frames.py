@@ -74,8 +74,7 @@ def reference(ledger: Ledger, frame: str) -> RecallResult:
     not shown listed in ``dropped``."""
     spec = rc.frame_spec(frame)
     memory = ledger.memory
-    with memory._memory_lock:
-        graph, clock = memory._live()
+    with memory._live() as (graph, clock):
         views = [b for b in graph.live_blocks(spec.tag_prefix) if rc.in_frame(b, spec)]
         ranked = rc.score_blocks(views, spec.weights, graph, clock)
     sources: dict[str, Any] = {}
@@ -119,8 +118,7 @@ def reference(ledger: Ledger, frame: str) -> RecallResult:
 def ranking_only(ledger: Ledger, frame: str) -> list[Any]:
     """The new ranking alone, as recall runs it (no texts, no answer, no append): to compare with the reference."""
     spec = rc.frame_spec(frame)
-    with ledger.memory._memory_lock:
-        graph, clock = ledger.memory._live()
+    with ledger.memory._live() as (graph, clock):
         columns = BlockColumns(graph, tags=spec.tag_prefix is not None)
         ranking = Ranking(graph, clock, spec.weights, columns, columns.in_frame(spec.tag_prefix))
         return ranking.best(TOP_K * rc.CANDIDATES_PER_SLOT)

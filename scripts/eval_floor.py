@@ -1,7 +1,7 @@
 """The similarity floor's calibration for ``scripts/eval_retrieval.py`` (issue 23): where the correct answers and
 the nonsense queries fall in cosine, per mode, and the text ``docs/BENCHMARKS.md`` gives it.
 
-The floor (:data:`projections.fusion.MIN_SIMILARITY`, ``LEDGER_SEARCH_MIN_SIMILARITY``) judges every hit that is
+The floor (:data:`projections.search.fusion.MIN_SIMILARITY`, ``LEDGER_SEARCH_MIN_SIMILARITY``) judges every hit that is
 not a full-text match of every content word of the query; it is chosen from these numbers, not tuned by them.
 """
 
@@ -11,9 +11,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from projections import fusion
-from projections.hybrid import Mode
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex, fusion
+from projections.search.hybrid import Mode
 
 K = 5
 DEPTH = 10
@@ -86,7 +85,7 @@ def text(spreads: dict[str, Spread]) -> str:
     floor, found, before = fusion.MIN_SIMILARITY, spreads["hybrid"].found, spreads["hybrid"].unfloored
     return _wrapped(f"""**Similarity floor (issue 23).** With embeddings, a hit that is not a full-text match of every
 content word of the query counts only when its cosine with the query is at least `LEDGER_SEARCH_MIN_SIMILARITY` (default
-{floor:g}, `projections/fusion.py`). `memory_search` applies it; recall does not (a frame ranks its own
+{floor:g}, `projections/search/fusion.py`). `memory_search` applies it; recall does not (a frame ranks its own
 candidates), so the `seed, self frame` column is without it. Rows `embeddings, no floor` and `hybrid, no floor`
 are the retrievers before it, `hybrid floor=...` the sweep. Below, without the floor: the cosine of each correct
 answer the floor judges (a relevant block in a whole-memory top {DEPTH} that is not a full-text match of every

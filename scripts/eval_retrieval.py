@@ -40,9 +40,9 @@ from benchkit import docs
 from api.bootstrap import initialise
 from api.settings import Settings
 from ledger.service import Actor, Ledger
-from projections import fusion, search_index
-from projections.hybrid import Mode
 from projections.query_analysis import query_terms
+from projections.search import TOKENIZE, fusion
+from projections.search.hybrid import Mode
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "scripts" / "eval" / "retrieval_set.txt"
@@ -127,7 +127,7 @@ def shared_words(case: Case, blocks: Sequence[Block]) -> dict[str, list[str]]:
     """For each of ``case``'s relevant blocks, the query's content words it shares once stemmed (FTS5 porter,
     as the index stems): a paraphrase must share none."""
     db = sqlite3.connect(":memory:")
-    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(label UNINDEXED, content, tokenize='{search_index.TOKENIZE}')")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(label UNINDEXED, content, tokenize='{TOKENIZE}')")
     db.executemany("INSERT INTO t VALUES (?, ?)", [(b.label, b.content) for b in blocks if b.label in case.relevant])
     shared: dict[str, list[str]] = {}
     for word in query_terms(case.query):
@@ -336,7 +336,7 @@ Labelled set `scripts/eval/retrieval_set.txt`: {blocks} blocks (the ten constitu
 recall@{K} / MRR (first relevant block within the top {MRR_DEPTH}); n is the number of queries of that kind.
 Paraphrases share no content word with their answer, so full-text search cannot be expected to find them.
 Retrievers: BM25 alone (as without the `[semantic]` extra), the embeddings alone (cosine with
-all-MiniLM-L6-v2), and hybrid (`projections/fusion.py`: cosine + w x the BM25 score of a *strong* match over the
+all-MiniLM-L6-v2), and hybrid (`projections/search/fusion.py`: cosine + w x the BM25 score of a *strong* match over the
 best strong match; weak OR-only matches earn nothing). `seed, self frame` scores seed 002's examples again over
 the `self/` blocks, the candidates of the self frame the seed asks them in; it is not counted in `all`.
 

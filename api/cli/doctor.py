@@ -15,7 +15,7 @@ def doctor(ctx: typer.Context) -> None:
 
     from api.bootstrap import open_ledger, redact
     from ledger.audit import checkpoints
-    from projections.search_index import CHECKPOINT
+    from projections.search import CHECKPOINT
 
     settings = settings_of(ctx)
     checks = table(Column("check", no_wrap=True), Column("status", no_wrap=True), "detail")

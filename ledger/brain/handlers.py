@@ -13,9 +13,7 @@ open: it is the conversation, and later calls continue it by passing its id.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from ledger.brain import decisions as brain
 from ledger.brain.report import BrainAnswer, BrainHealth, BrainResult, BrainTrace, Contribution, Highway, ThoughtSource
@@ -25,10 +23,17 @@ from ledger.memory.handlers import MemoryCommands
 from ledger.sessions.decisions import MAX_FOCUS_CHARS
 from ledger.sessions.handlers import SessionCommands
 from projections import brain as brain_proj
+from projections.live import LiveProjection
 from projections.runner import TRAFFIC, ProjectionRunner
 
 BRAIN_ROLE = "brain"
 MAX_HIGHWAYS_NEARBY = 10
+
+
+def _traffic_of(runner: ProjectionRunner) -> brain_proj.ThoughtTraffic:
+    traffic = runner.aggregate(TRAFFIC.name)
+    assert isinstance(traffic, brain_proj.ThoughtTraffic)
+    return traffic
 
 
 class BrainCommands:
@@ -38,20 +43,11 @@ class BrainCommands:
         self.kernel = kernel
         self.sessions = sessions
         self.memory = memory
-        self._traffic = ProjectionRunner([TRAFFIC])
-        self._traffic_lock = threading.Lock()
+        self._traffic = LiveProjection(kernel, [TRAFFIC], _traffic_of, types=brain_proj.EVENT_TYPES)
 
-    @contextmanager
-    def thought_traffic(self) -> Iterator[brain_proj.ThoughtTraffic]:
+    def thought_traffic(self) -> AbstractContextManager[brain_proj.ThoughtTraffic]:
         """The traffic fold caught up to the head of the log (held under its lock while in use)."""
-        store = self.kernel.store
-        with self._traffic_lock:
-            self.kernel.snapshots.catch_up(
-                self._traffic, lambda after: store.iter_events(after, types=list(brain_proj.EVENT_TYPES))
-            )
-            traffic = self._traffic.aggregate(TRAFFIC.name)
-            assert isinstance(traffic, brain_proj.ThoughtTraffic)
-            yield traffic
+        return self._traffic.read()
 
     def ask(
         self,

@@ -32,7 +32,6 @@ from ledger.enforcement.fields import (
     WorkNotes,
 )
 
-DEFAULT_RULES: Final = "enforcement_rules.yaml"
 DOCS: Final = "docs/ENFORCEMENT.md"
 ENVELOPE: Final = frozenset({"action", "session_id"})  # carried by every tool call, not schema fields
 

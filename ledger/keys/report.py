@@ -40,15 +40,4 @@ class ApiKeyInfo(BaseModel):
 
     @classmethod
     def of(cls, view: KeyView) -> ApiKeyInfo:
-        return cls(
-            key_id=view.key_id,
-            agent=view.agent,
-            role=view.role,
-            issued_at=view.issued_at,
-            issued_by=view.issued_by,
-            position=view.position,
-            revoked_at=view.revoked_at,
-            revoked_by=view.revoked_by,
-            reason=view.reason,
-            replaced_by=view.replaced_by,
-        )
+        return cls.model_validate(view, from_attributes=True)

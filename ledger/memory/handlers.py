@@ -205,8 +205,7 @@ class MemoryCommands(MemoryRevisions):
                 else None
             )
             signals: dict[str, tuple[float | None, float | None]] = {}  # block id: (bm25, cosine)
-            with self._memory_lock:
-                graph, clock = self._live()
+            with self._live() as (graph, clock):
                 if hits is not None:
                     signals.update({h.block_id: (h.bm25, h.cosine) for h in hits})
                 if hits is not None or spec.tag_prefix is not None:  # the hits, or the frame's tag index: few
@@ -303,8 +302,7 @@ class MemoryCommands(MemoryRevisions):
 
     def _curate(self, actor: Actor, trigger: Literal["manual", "auto"]) -> CurateResult | None:
         def attempt() -> CurateResult | None:
-            with self._memory_lock:
-                graph, clock = self._live()
+            with self._live() as (graph, clock):
                 if trigger == "auto" and not rc.curate_due(graph, clock):
                     return None
                 event = rc.decide_curate(graph, clock, trigger)
@@ -342,8 +340,7 @@ class MemoryCommands(MemoryRevisions):
 
         def attempt() -> OutcomeResult:
             session = self.grants.open_if(actor, session_id)
-            with self._memory_lock:
-                graph, _ = self._live()
+            with self._live() as (graph, _):
                 before = [self._live_block(graph, b) for b in ids]
                 version = graph.version
             event = MemoryOutcomeRecorded(block_ids=ids, signal=signal, session_id=session_id, note=note)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import threading
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -22,6 +21,7 @@ from projections import decay
 from projections import memory as memory_proj
 from projections.active_hours import ActiveClock
 from projections.embedder import SemanticUnavailable
+from projections.live import LiveProjection
 from projections.memory import MemoryGraph, tags_match
 from projections.provenance import Origin, origin_of
 from projections.query_analysis import query_terms
@@ -59,10 +59,6 @@ class BlockSource(NamedTuple):
     origin: Origin
 
 
-def _memory_runner() -> ProjectionRunner:
-    return ProjectionRunner([MEMORY, ACTIVE_TIME])
-
-
 class MemoryReads:
     """The live memory graph (restored from a snapshot, caught up from the log) and the block reads; the base of
     :class:`~ledger.memory.handlers.MemoryCommands`."""
@@ -72,16 +68,18 @@ class MemoryReads:
         with active hours)."""
         self.kernel = kernel
         self.idle_timeout = idle_timeout
-        self._memory = _memory_runner()
-        self._memory_lock = threading.Lock()
+        self._memory = LiveProjection(kernel, [MEMORY, ACTIVE_TIME], self._graph_now)
 
     # --- the live graph -----------------------------------------------------------------------------------
 
-    def _live(self) -> tuple[MemoryGraph, ActiveClock]:
-        """The graph caught up to the head of the log, and the active-hours clock as of now (hold the lock)."""
-        self.kernel.snapshots.catch_up(self._memory, lambda after: self.kernel.store.iter_events(after))
-        clock = self._memory.active_clock(self.kernel.clock(), self.idle_timeout)
-        return self._memory.memory(), clock
+    def _graph_now(self, runner: ProjectionRunner) -> tuple[MemoryGraph, ActiveClock]:
+        """A memory runner's graph, and the active-hours clock as of now."""
+        return runner.memory(), runner.active_clock(self.kernel.clock(), self.idle_timeout)
+
+    def _live(self) -> contextlib.AbstractContextManager[tuple[MemoryGraph, ActiveClock]]:
+        """The graph caught up to the head of the log, and the active-hours clock as of now (held under the
+        lock while in use)."""
+        return self._memory.read()
 
     @contextlib.contextmanager
     def _graph(
@@ -93,24 +91,21 @@ class MemoryReads:
         for."""
         until = self.kernel.until(as_of, position)
         if until is None:
-            with self._memory_lock:
-                graph, clock = self._live()
-                yield graph, clock, self._memory.position, clock.at
+            with self._live() as (graph, clock):
+                yield graph, clock, self._memory.runner.position, clock.at
             return
-        runner = self.kernel.snapshots.replay_to(_memory_runner(), self.kernel.store.iter_events, until)
+        runner = self._memory.replay_to(until)
         moment = as_of or runner.last_recorded_at or self.kernel.clock()
         yield runner.memory(), runner.active_clock(moment, self.idle_timeout), until, moment
 
     def warm(self) -> None:
         """Restore the live graph now (its snapshot and the tail after it), so that the first recall does not:
         ``serve`` calls it before it answers, when decoding the snapshot's megabytes competes with nothing."""
-        with self._memory_lock:
-            self._live()
+        self._memory.current()
 
     def constitutional_block_count(self) -> int:
         """How many memory blocks carry ``self/constitutional`` (archived or not)."""
-        with self._memory_lock:
-            graph, _ = self._live()
+        with self._live() as (graph, _):
             return sum(1 for b in graph.blocks.values() if b.constitutional)
 
     # --- reads --------------------------------------------------------------------------------------------
@@ -254,8 +249,8 @@ class MemoryReads:
         return consolidation.decide(content, neighbours, "words"), "words"
 
     def memory_stats(self) -> MemoryStats:
-        with self._memory_lock:
-            return stats_of(*self._live())
+        with self._live() as (graph, clock):
+            return stats_of(graph, clock)
 
 
 def score_one(graph: MemoryGraph, clock: ActiveClock, block: memory_proj.BlockView) -> Scored:

@@ -78,8 +78,7 @@ class MemoryRevisions(MemoryReads):
         )
 
         def attempt() -> ForgetResult:
-            with self._memory_lock:
-                graph, _ = self._live()
+            with self._live() as (graph, _):
                 if block_id not in graph.blocks:
                     raise NotFound(
                         f"block {block_id} does not exist (or was forgotten already)",
@@ -113,8 +112,7 @@ class MemoryRevisions(MemoryReads):
         reason = self._reason(reason, "e.g. 'the amendment was wrong; back to the shipped principle'")
 
         def attempt() -> RestoreResult:
-            with self._memory_lock:
-                graph, _ = self._live()
+            with self._live() as (graph, _):
                 block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
             if block is None:
                 raise NotFound(
@@ -143,8 +141,7 @@ class MemoryRevisions(MemoryReads):
         result = ConstitutionResult(
             created=[], restored=[], archived=[], unchanged=[], forgotten=[], constitutional_blocks=0
         )
-        with self._memory_lock:
-            graph, _ = self._live()
+        with self._live() as (graph, _):
             views = {block_id: graph.blocks.get(block_id) for block_id in shipped}
             extras = [
                 b.block_id for b in graph.live_blocks(constitution.CONSTITUTIONAL_TAG) if b.block_id not in shipped
@@ -171,8 +168,7 @@ class MemoryRevisions(MemoryReads):
         for block_id in extras:
             self.archive(actor, block_id, why)
             result.archived.append(block_id)
-        with self._memory_lock:
-            graph, _ = self._live()
+        with self._live() as (graph, _):
             result.constitutional_blocks = sum(1 for _ in graph.live_blocks(constitution.CONSTITUTIONAL_TAG))
         return result
 
@@ -186,8 +182,7 @@ class MemoryRevisions(MemoryReads):
         )
 
     def _revisable(self, block_id: str) -> BlockView:
-        with self._memory_lock:
-            graph, _ = self._live()
+        with self._live() as (graph, _):
             block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
         if block is None:
             raise NotFound(

@@ -5,8 +5,8 @@ receipts, and the compliance report the gate's events add up to.
 from __future__ import annotations
 
 import datetime as _dt
-import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 from ledger.core import access, limits, signing
 from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotFound
@@ -34,7 +34,13 @@ from ledger.sessions.report import (
 )
 from projections import sessions as session_proj
 from projections.compliance import COUNTED
+from projections.live import LiveProjection
 from projections.runner import COMPLIANCE, COMPLIANCE_HOURLY, ProjectionRunner
+
+
+def _compliance_rows(runner: ProjectionRunner) -> tuple[int, dict[Hashable, Any]]:
+    """The position a compliance runner stands at and its per-agent counts (copied: the runner folds on)."""
+    return runner.position, dict(runner.state(COMPLIANCE.name))
 
 
 class SessionCommands:
@@ -60,10 +66,13 @@ class SessionCommands:
         self.require_anchor = require_anchor
         self.project_roots = tuple(project_roots)
         self.context_paths = tuple(context_paths)
-        self._reports = ProjectionRunner([COMPLIANCE])
-        self._reports_lock = threading.Lock()
-        self._hourly = ProjectionRunner([COMPLIANCE_HOURLY])  # the compliance series (restored, caught up)
-        self._hourly_lock = threading.Lock()
+        self._reports = LiveProjection(kernel, [COMPLIANCE], _compliance_rows)
+        self._hourly = LiveProjection(  # the compliance series
+            kernel,
+            [COMPLIANCE_HOURLY],
+            lambda runner: dict(runner.state(COMPLIANCE_HOURLY.name)),
+            types=[cls.type_name for cls in COUNTED],
+        )
 
     def clock_in(
         self, actor: Actor, role: str, working_dir: str | None = None, focus: str | None = None
@@ -256,14 +265,10 @@ class SessionCommands:
             agent = access.report_agent(viewer, agent)
         until = self.kernel.until(as_of, position)
         if until is None:
-            with self._reports_lock:  # HTTP requests run on a thread pool; the live runner is shared
-                self.kernel.snapshots.catch_up(self._reports, lambda after: self.kernel.store.iter_events(after))
-                position, agents = self._reports.position, dict(self._reports.state(COMPLIANCE.name))
+            position, agents = self._reports.current()
         else:
-            runner = self.kernel.snapshots.replay_to(
-                ProjectionRunner([COMPLIANCE]), self.kernel.store.iter_events, until
-            )
-            position, agents = until, dict(runner.state(COMPLIANCE.name))
+            _, agents = _compliance_rows(self._reports.replay_to(until))
+            position = until
         rows = [AgentReport.of(a) for k, a in sorted(agents.items()) if not agent or k == agent]
         return ComplianceReport(position=position, as_of=as_of, agents=rows)
 
@@ -278,10 +283,5 @@ class SessionCommands:
         """The compliance report per hour or day over a window (see :mod:`ledger.sessions.series`), from the
         per-hour read model caught up with the log now."""
         series.check_window(start, end, bucket)  # bad input is refused before anything is read
-        counted = [cls.type_name for cls in COUNTED]
-        with self._hourly_lock:  # HTTP requests run on a thread pool; the live runner is shared
-            self.kernel.snapshots.catch_up(
-                self._hourly, lambda after: self.kernel.store.iter_events(after, types=counted)
-            )
-            hourly = dict(self._hourly.state(COMPLIANCE_HOURLY.name))
+        hourly = self._hourly.current()
         return series.compliance_series(self.kernel, hourly, start, end, bucket, agent, viewer)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ledger.core.errors import StoreUnavailable
 from projections.compliance import AgentCompliance
 from projections.provenance import Origin
-from projections.search_ranking import Hit
+from projections.search import Hit
 from projections.sessions import SessionView, TokenStatus
 
 
@@ -32,19 +32,7 @@ class SessionInfo(BaseModel):
 
     @classmethod
     def of(cls, v: SessionView) -> SessionInfo:
-        return cls(
-            session_id=v.session_id,
-            agent=v.agent,
-            role=v.role,
-            started_at=v.started_at,
-            working_dir=v.working_dir,
-            focus=v.focus,
-            ended_at=v.ended_at,
-            branch=v.branch,
-            files=v.files,
-            phase=v.phase,
-            context_files=list(v.context_files),
-        )
+        return cls.model_validate(v, from_attributes=True)
 
 
 class AnchorState(BaseModel):
@@ -129,7 +117,7 @@ class Provenance(BaseModel):
 
     @classmethod
     def of(cls, origin: Origin) -> Provenance:
-        return cls(context=origin.context, agent=origin.agent, session_id=origin.session_id, position=origin.position)
+        return cls.model_validate(origin, from_attributes=True)
 
 
 class SearchHit(BaseModel):

@@ -82,18 +82,7 @@ class WorkflowCommands:
             refusals=view.refusals,
             position=view.position,
             next=wf.allowed_from(self.workflow, view),
-            work=[
-                WorkReport(
-                    tool=w.tool,
-                    action=w.action,
-                    subtask_id=w.subtask_id,
-                    params=dict(w.params),
-                    agent=w.agent,
-                    recorded_at=w.recorded_at,
-                    position=w.position,
-                )
-                for w in view.work
-            ],
+            work=[WorkReport.model_validate(w, from_attributes=True) for w in view.work],
             subtasks=dict(view.subtasks),
         )
 

@@ -209,8 +209,8 @@ def trace_catch_up(ledger: Ledger, db_path: Path, appender: SessionAppender) -> 
 
 PROFILED = [
     ("ledger/memory/", "recall", "`MemoryCommands.recall` in all"),
-    ("projections/search_index", "search", "`SearchIndex.search`"),
-    ("projections/search_index", "catch_up", "`SearchIndex.catch_up`"),
+    ("projections/search/index", "search", "`SearchIndex.search`"),
+    ("projections/search/index", "catch_up", "`SearchIndex.catch_up`"),
     ("ledger/core/storage", "iter_records", "`SqlEventStore.iter_records`"),
     ("ledger/core/storage", "head", "`SqlEventStore.head`"),
     ("ledger/core/storage", "append", "`SqlEventStore.append`"),

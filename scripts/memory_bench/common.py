@@ -13,8 +13,8 @@ from rich.console import Console
 from ledger.core.events import MemorySearched
 from ledger.memory import recall
 from ledger.service import Ledger
-from projections import search_index
-from projections.search_index import query_terms
+from projections.query_analysis import query_terms
+from projections.search import index as search_index
 
 console = Console(stderr=True, width=160, log_path=False)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ledger.memory.constitution import CONSTITUTION
-from projections import fusion, search_index
+from projections.search import TOKENIZE, fusion
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -37,7 +37,7 @@ def test_paraphrases_share_no_stemmed_content_word_with_their_answer() -> None:
 def test_the_nonsense_queries_share_no_stemmed_word_with_any_block() -> None:
     blocks, _ = ev.load()
     db = sqlite3.connect(":memory:")
-    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{search_index.TOKENIZE}')")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{TOKENIZE}')")
     db.executemany("INSERT INTO t VALUES (?)", [(b.content,) for b in blocks] + [(c.content,) for c in CONSTITUTION])
     salads = ev.nonsense()
     assert len(salads) == 21 and len(set(salads)) == 21

@@ -18,8 +18,8 @@ from ledger.core.events import MemoryCurated, MemoryRecalled
 from ledger.memory.constitution import CONSTITUTION
 from ledger.memory.report import BlockOut
 from ledger.service import Actor, Ledger
-from projections import search_index
 from projections.decay import LAMBDA, Tier
+from projections.search import index as search_index
 from tests.conftest import LedgerFactory
 
 T0 = _dt.datetime(2026, 6, 1, 8, 0, tzinfo=_dt.UTC)

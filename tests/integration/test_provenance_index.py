@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.core.events import MemoryRemembered
 from ledger.service import Actor, Ledger
-from projections.search_schema import TOKENIZE, TS_CONFIG
+from projections.search import TOKENIZE, TS_CONFIG
 from tests.conftest import LedgerFactory
 
 ELF = Actor("elf", "mcp")

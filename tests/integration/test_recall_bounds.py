@@ -42,8 +42,7 @@ def fill(ledger: Ledger, clock: object) -> dict[str, str]:
 def full_ranking(ledger: Ledger, frame: str) -> list[rc.Scored]:
     """Every live block of the frame scored one view at a time, as recall did before it was bounded."""
     spec = rc.FRAMES[frame]
-    with ledger.memory._memory_lock:
-        graph, clock = ledger.memory._live()
+    with ledger.memory._live() as (graph, clock):
         views = [b for b in graph.live_blocks(spec.tag_prefix) if rc.in_frame(b, spec)]
         return rc.score_blocks(views, spec.weights, graph, clock)
 
@@ -95,8 +94,7 @@ def test_the_block_list_and_curate_agree_with_scoring_every_view(make_ledger: Le
         gone = fill(ledger, clock)
         for archived in (False, True, None):
             listed = ledger.memory_blocks(archived=archived, limit=7)
-            with ledger.memory._memory_lock:
-                graph, active = ledger.memory._live()
+            with ledger.memory._live() as (graph, active):
                 views = [
                     b
                     for b in graph.blocks.values()

@@ -19,7 +19,7 @@ from api.bootstrap import initialise
 from api.settings import Settings
 from ledger.service import Actor, Ledger
 from ledger.sessions.gate import STAMP_FOUND, STAMP_ZERO
-from projections import fusion
+from projections.search import fusion
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 

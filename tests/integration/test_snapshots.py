@@ -130,8 +130,8 @@ def test_a_new_process_starts_from_the_snapshot_and_answers_the_same(
         with freeze_time(moment):
             assert again.compliance_report() == report
             assert again.memory_stats() == stats
-        assert again.sessions._reports.snapshot_position and again.sessions._reports.snapshot_position > 0
-        assert again.memory._memory.snapshot_position and again.memory._memory.snapshot_position > 0
+        assert again.sessions._reports.runner.snapshot_position and again.sessions._reports.runner.snapshot_position > 0
+        assert again.memory._memory.runner.snapshot_position and again.memory._memory.runner.snapshot_position > 0
     finally:
         again.store.engine.dispose()
 

@@ -36,7 +36,7 @@ from ledger.core.mapper import decode
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex
 from tests.conftest import LedgerFactory
 from tests.server_support import READY_WITHIN
 from tests.store_support import TEST_ROW_KEY, insert_as_ledger

@@ -29,7 +29,7 @@ from ledger.core.events import MemorySearched
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
 from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
-from projections.search_index import SearchIndex
+from projections.search import SearchIndex
 from tests.conftest import LedgerFactory
 
 ALICE = Actor("alice", "mcp")

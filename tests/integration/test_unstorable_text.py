@@ -97,7 +97,7 @@ def test_a_nul_event_in_the_database_is_skipped_and_reported_not_fatal(
     # PostgreSQL text cannot hold the NUL: the index skips it there; SQLite can, and indexes it
     skipped = [nul] if ledger.store.dialect == "postgresql" else []
 
-    with caplog.at_level(logging.WARNING, logger="projections.search_index"):
+    with caplog.at_level(logging.WARNING, logger="projections.search.index"):
         found = ledger.search(ALICE, sid, "database schema")
     assert good.block_id in [h.block_id for h in found.results]
     assert all(f"position {p}" in caplog.text for p in skipped)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections import fusion
-from projections.search_ranking import Hit
+from projections.search import Hit, fusion
 
 
 def hit(block_id: str, score: float, strong: bool = True) -> Hit:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ledger.core.events import MemoryRemembered
 from ledger.core.mapper import decode
-from projections import fusion
 from projections.provenance import Origin, origin_of
-from projections.search_ranking import Hit
+from projections.search import fusion
+from projections.search.ranking import Hit
 
 if TYPE_CHECKING:  # numpy is only there with the [semantic] extra: imported where an embedding index is built
     from projections.embedding_index import EmbeddingIndex

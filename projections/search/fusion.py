@@ -2,7 +2,7 @@
 
 ``fused = cosine + LEXICAL_WEIGHT × lexical``, where ``lexical`` is a block's BM25 score over the best BM25 score
 of the query's *strong* matches (blocks matching every word of the query that matters, the AND stage of
-:mod:`projections.search_ranking`), and 0 for everything else. Weak matches (OR-only: some of the words) earn no
+:mod:`projections.search.ranking`), and 0 for everything else. Weak matches (OR-only: some of the words) earn no
 lexical credit: they compete on their cosine alone, like any block the embeddings found. That is what keeps them
 out: plain reciprocal rank fusion gives the 5th weak match of a paraphrase query the same credit as the 5th
 strong match of a keyword query, and those weak matches pushed the right answers out of the top 5 (measured in
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from projections.search_ranking import Hit
+from projections.search.ranking import Hit
 
 LEXICAL_WEIGHT: Final = 0.3
 """How much the best strong full-text match is worth, in cosine units (cosines of related texts are 0.3–0.7)."""

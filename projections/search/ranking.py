@@ -42,7 +42,7 @@ class Hit:
     """The embedding cosine with the query when hybrid search is on; set by fusion."""
     all_words: bool = False
     """A strong match of a query none of whose content words was left out (each is in the memory, none too
-    common to rank): hybrid search keeps it whatever its cosine (:data:`projections.fusion.MIN_SIMILARITY`)."""
+    common to rank): hybrid search keeps it whatever its cosine (:data:`projections.search.fusion.MIN_SIMILARITY`)."""
     origin: Origin | None = None
     """Where the block came from (kept in the index beside its text); ``None`` only for a block the embeddings
     found, until its text and provenance are read from the log."""
@@ -59,7 +59,7 @@ def ranked(
     and_first: bool = True,
 ) -> list[Hit]:
     """The best ``limit`` blocks for ``terms`` (read with ``cur``; ``sql`` adapts a statement to the driver's
-    paramstyle), as :meth:`~projections.search_index.SearchIndex.search` describes. Without ``and_first`` every
+    paramstyle), as :meth:`~projections.search.index.SearchIndex.search` describes. Without ``and_first`` every
     match ranks together, by score alone (how search ranked before query analysis; the evaluation compares)."""
     # tags_json is a JSON list, so a tag starting with the prefix appears as '"<prefix>'.
     tag_like = None if tag_prefix is None else '%"' + _escape_like(tag_prefix) + "%"

@@ -5,7 +5,7 @@ plus those ``MemoryRestored`` brought back. Removed blocks leave search and reca
 SQLite ranks with FTS5's BM25; PostgreSQL with full-text search (``ts_rank_cd`` over a GIN-indexed
 ``tsvector``). The index keeps a checkpoint (the last position it has applied) and catches up from it in the
 same transaction as its updates, so two processes never apply an event twice. Dropping the tables and
-calling :meth:`SearchIndex.rebuild` restores it from the log. Ranking is in :mod:`projections.search_ranking`.
+calling :meth:`SearchIndex.rebuild` restores it from the log. Ranking is in :mod:`projections.search.ranking`.
 
 An event the index cannot hold (text PostgreSQL refuses, a payload that no longer decodes: only someone writing
 to the database directly can put one there) must not stop search for every caller. Events are applied in
@@ -41,22 +41,19 @@ from ledger.core.events import (
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
 from ledger.core.text import printable
-from projections import fusion, hybrid, provenance
+from projections import provenance
 from projections.embedder import SemanticUnavailable
-from projections.fusion import MIN_SIMILARITY, NO_FLOOR
 from projections.provenance import Origin, origin_of
-from projections.query_analysis import query_terms as query_terms
-from projections.query_analysis import words
-from projections.search_ranking import RANK_AT_MOST, Hit, ranked
-from projections.search_schema import CHECKPOINT as CHECKPOINT
-from projections.search_schema import COMMON_DDL as _COMMON_DDL
-from projections.search_schema import DDL as _DDL
-from projections.search_schema import DROP as _DROP
-from projections.search_schema import TOKENIZE as TOKENIZE
-from projections.search_schema import TS_CONFIG as TS_CONFIG
-from projections.search_schema import VERSION as _VERSION
-from projections.search_schema import Skip as Skip
-from projections.search_schema import fatal as _fatal
+from projections.query_analysis import query_terms, words
+from projections.search import fusion, hybrid
+from projections.search.fusion import MIN_SIMILARITY, NO_FLOOR
+from projections.search.ranking import RANK_AT_MOST, Hit, ranked
+from projections.search.schema import CHECKPOINT, TS_CONFIG, Skip
+from projections.search.schema import COMMON_DDL as _COMMON_DDL
+from projections.search.schema import DDL as _DDL
+from projections.search.schema import DROP as _DROP
+from projections.search.schema import VERSION as _VERSION
+from projections.search.schema import fatal as _fatal
 
 if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
     from projections.embedding_index import EmbeddingIndex
@@ -91,7 +88,7 @@ class SearchIndex:
         self._semantic = semantic
         self.mode: hybrid.Mode = "hybrid"
         self.min_similarity = min_similarity
-        """Hybrid search's similarity floor (:mod:`projections.fusion`, ``LEDGER_SEARCH_MIN_SIMILARITY``)."""
+        """Hybrid search's similarity floor (:mod:`projections.search.fusion`, ``LEDGER_SEARCH_MIN_SIMILARITY``)."""
         self.retrieval = "hybrid: BM25 + embeddings" if semantic is not None else "BM25 alone"  # doctor, /health
         self.dialect = store.dialect
         self.rank_at_most = rank_at_most
@@ -345,7 +342,7 @@ class SearchIndex:
         """Rank blocks against ``query`` by BM25 (PostgreSQL: ``ts_rank_cd``), better matches first.
 
         Stop words are dropped unless the query has nothing else (:mod:`projections.query_analysis`); blocks
-        matching every remaining word rank first, then blocks matching any (:mod:`projections.search_ranking`).
+        matching every remaining word rank first, then blocks matching any (:mod:`projections.search.ranking`).
         A word matching nothing is left out, and so is a word matching more than :attr:`rank_at_most` blocks
         while the query has rarer words that match; a query of common words only ranks the newest
         :attr:`rank_at_most` blocks that match. ``tag_prefix`` (e.g. ``self/``) keeps only blocks with a tag under it.
@@ -375,7 +372,7 @@ class SearchIndex:
     def _ranked(
         self, cur: Any, query: str, terms: list[str], limit: int, tag_prefix: str | None, floor: bool
     ) -> list[Hit]:
-        """Full-text ranking, fused with the embeddings (:mod:`projections.hybrid`) unless :attr:`mode` is
+        """Full-text ranking, fused with the embeddings (:mod:`projections.search.hybrid`) unless :attr:`mode` is
         ``bm25`` or there are none; every hit carries its ``bm25`` and ``cosine``."""
         lexical = ranked(cur, self.store.sql, self.dialect, terms, limit, tag_prefix, self.rank_at_most, self.analyse)
         if self.semantic is not None and self.mode != "bm25":
