@@ -14,8 +14,7 @@ from api.rest.context import Caller
 from ledger.core import access
 from ledger.core.limits import MAX_INT64
 from ledger.service import Actor, Ledger
-from ledger.sessions.report import ComplianceReport
-from ledger.sessions.series import ComplianceSeries
+from ledger.sessions.report import ComplianceReport, ComplianceSeries
 
 MAX_EVENTS_PAGE = 1000
 

@@ -16,10 +16,9 @@ from pydantic import Field
 
 from api.fields import BRAIN_CONTEXT, SESSION_ID_FORM, described, session_id_field
 from api.rest.context import Caller, StrictBody
-from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
-from ledger.brain.report import BrainAnswer, BrainHealth
+from ledger.brain.report import MIN_CONTRIBUTION_CHARS, BrainAnswer, BrainHealth
 from ledger.core.errors import LedgerError
-from ledger.memory.decisions import MAX_CONTENT_CHARS
+from ledger.memory.report import MAX_CONTENT_CHARS
 from ledger.service import Actor, Ledger, check_agent
 
 
@@ -66,7 +65,7 @@ def router() -> APIRouter:
 
         def ask(caller: Actor) -> BrainAnswer:
             actor, ignored = brain_actor(ledger, caller, body.agent_id)
-            answer = ledger.brain.ask(
+            answer = ledger.ask_brain(
                 actor,
                 body.prompt,
                 context=body.context,
@@ -83,7 +82,7 @@ def router() -> APIRouter:
     def health(request: Request) -> Any:
         """Whether the brain can answer (its store is reachable)."""
         try:
-            return request.app.state.ledger.brain.health()
+            return request.app.state.ledger.brain_health()
         except LedgerError as exc:
             return JSONResponse(BrainHealth(status="unavailable", database=exc.message).model_dump(), status_code=503)
 

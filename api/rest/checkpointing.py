@@ -20,10 +20,9 @@ from pydantic import BaseModel
 
 from api.rest.context import Caller
 from api.settings import Settings
-from ledger.audit import checkpoints
 from ledger.core import signing
 from ledger.core.errors import LedgerError, NotFound
-from ledger.service import Actor, Ledger
+from ledger.service import Actor, Checkpointer, Ledger
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -66,14 +65,13 @@ class PublicKeyDocument(BaseModel):
 
 def router(ledger: Ledger, settings: Settings) -> APIRouter:
     routes = APIRouter(tags=["audit"])
-    log_file = checkpoints.CheckpointLog(settings.checkpoint_path)
 
     @routes.get("/checkpoints/latest", response_model=CheckpointDocument)
     async def latest_checkpoint(who: Caller) -> Any:
         """The newest checkpoint the server wrote (keep copies elsewhere; `verify --checkpoint` checks them)."""
 
         def latest(_actor: Actor) -> Any:
-            found = log_file.latest()
+            found = ledger.latest_checkpoint_in(settings.checkpoint_path)
             if found is None:
                 raise NotFound(
                     "no checkpoint has been written yet",
@@ -135,22 +133,17 @@ def note_signer(ledger: Ledger, settings: Settings) -> NoteSigner | None:
     return NoteSigner(ledger, settings.checkpoint_every_events, settings.checkpoint_every)
 
 
-def checkpointer(ledger: Ledger, settings: Settings) -> checkpoints.Checkpointer | None:
+def checkpointer(ledger: Ledger, settings: Settings) -> Checkpointer | None:
     """The background writer, or None when automatic checkpoints are off or there is no signing key."""
     if ledger.signer is None or not (settings.checkpoint_every_events or settings.checkpoint_every_minutes):
         return None
-    return checkpoints.Checkpointer(
-        make=ledger.checkpoint,
-        head=lambda: ledger.store.head()[0],
-        log=checkpoints.CheckpointLog(settings.checkpoint_path),
-        every_events=settings.checkpoint_every_events,
-        every=settings.checkpoint_every,
-        clock=ledger.clock,
+    return ledger.checkpointer(
+        settings.checkpoint_path, every_events=settings.checkpoint_every_events, every=settings.checkpoint_every
     )
 
 
 @contextlib.asynccontextmanager
-async def running(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None = None) -> AsyncIterator[None]:
+async def running(writer: Checkpointer | None, signer: NoteSigner | None = None) -> AsyncIterator[None]:
     """Run ``writer`` and ``signer`` in the background for the life of the app; a last checkpoint of each at
     shutdown."""
     if writer is None and signer is None:
@@ -168,7 +161,7 @@ async def running(writer: checkpoints.Checkpointer | None, signer: NoteSigner | 
         await anyio.to_thread.run_sync(lambda: _sign(signer, True))
 
 
-async def _loop(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None) -> None:
+async def _loop(writer: Checkpointer | None, signer: NoteSigner | None) -> None:
     while True:
         if writer is not None:
             await anyio.to_thread.run_sync(_write, writer, False)
@@ -184,7 +177,7 @@ def _sign(signer: NoteSigner, force: bool) -> None:
         log.warning("could not sign a transparency-log checkpoint: %s", exc)
 
 
-def _write(writer: checkpoints.Checkpointer, force: bool) -> None:
+def _write(writer: Checkpointer, force: bool) -> None:
     try:
         written = writer.run_once(force=force)
     except (LedgerError, OSError) as exc:  # the store or the disk is down: try again at the next poll

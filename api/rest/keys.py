@@ -13,8 +13,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from api.rest.context import Caller, StrictBody
-from ledger.keys.decisions import MAX_REASON_CHARS
-from ledger.keys.report import ApiKeyInfo
+from ledger.keys.report import MAX_REASON_CHARS, ApiKeyInfo
 from ledger.service import Ledger
 
 

@@ -27,7 +27,7 @@ from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_LIMIT
-from ledger.memory import decisions as memory
+from ledger.memory import report as memory
 from ledger.memory.report import (
     BlockDetail,
     BlockList,

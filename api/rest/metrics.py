@@ -48,9 +48,14 @@ from api.params import AsOf, Position
 from api.rest.context import Caller
 from ledger.core import access
 from ledger.core.events import RefusalReason
-from ledger.enforcement.decisions import EnforcementLevel, Outcome
-from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
-from ledger.enforcement.trends import TrendUnit
+from ledger.enforcement.report import (
+    COUNTED_TYPES,
+    EnforcementLevel,
+    EnforcementReport,
+    LedgerCounts,
+    Outcome,
+    TrendUnit,
+)
 from ledger.service import Actor, Ledger
 
 # Prometheus text format 0.0.4 (prometheus-client >= 0.21 names it; older versions' LATEST is that format).
@@ -208,7 +213,7 @@ def router(ledger: Ledger) -> APIRouter:
         buckets=DURATION_BUCKETS,
         registry=registry,
     )
-    ledger.enforcement.check_observers.append(
+    ledger.observe_parameter_checks(
         lambda tool, action, seconds: durations.labels(*collector.label(tool, action)).observe(seconds)
     )
     api = APIRouter()
