@@ -19,6 +19,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from api.rest.context import Caller
+from api.rest.deps import LedgerDep, SettingsDep
 from api.settings import Settings
 from ledger.core import signing
 from ledger.core.errors import LedgerError, NotFound
@@ -63,11 +64,11 @@ class PublicKeyDocument(BaseModel):
     jwk: Jwk
 
 
-def router(ledger: Ledger, settings: Settings) -> APIRouter:
+def router() -> APIRouter:
     routes = APIRouter(tags=["audit"])
 
     @routes.get("/checkpoints/latest", response_model=CheckpointDocument)
-    async def latest_checkpoint(who: Caller) -> Any:
+    async def latest_checkpoint(ledger: LedgerDep, settings: SettingsDep, who: Caller) -> Any:
         """The newest checkpoint the server wrote (keep copies elsewhere; `verify --checkpoint` checks them)."""
 
         def latest(_actor: Actor) -> Any:
@@ -82,7 +83,7 @@ def router(ledger: Ledger, settings: Settings) -> APIRouter:
         return await who.run(latest)
 
     @routes.get("/keys/public", response_model=PublicKeyDocument)
-    async def public_key(who: Caller) -> Any:
+    async def public_key(ledger: LedgerDep, who: Caller) -> Any:
         """The public key that checks receipts and checkpoints offline."""
         return await who.run(lambda _actor: signing.public_key_document(ledger.public_key()))
 
