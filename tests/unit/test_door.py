@@ -54,6 +54,43 @@ def test_adapters_go_through_the_door() -> None:
     assert not found, "adapters importing past the door (" + HINT + "):\n" + "\n".join(found)
 
 
+def facade_parts() -> set[str]:
+    """The attributes of ``Ledger`` that hold a capability's handlers, the grants or the kernel (``self.brain =
+    BrainCommands(...)``), read from ledger/service.py."""
+    tree = ast.parse((ROOT / "ledger" / "service.py").read_text(encoding="utf-8"))
+    parts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            made = node.value.func.id
+            if made.endswith("Commands") or made in ("Kernel", "SessionGrants"):
+                parts |= {t.attr for t in node.targets if isinstance(t, ast.Attribute)}
+    return parts
+
+
+def around_the_facade(source: str, parts: set[str]) -> list[tuple[int, str]]:
+    """``(line, expression)`` for every use of a façade's part in ``source``: ``ledger.brain.ask``,
+    ``tools.ledger.memory.recall`` — a command reached around the façade instead of named on it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in parts:
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if name == "ledger":
+                found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_adapters_call_commands_on_the_facade_not_on_its_parts() -> None:
+    parts = facade_parts()
+    assert {"brain", "memory", "kernel", "grants"} <= parts  # the reading of service.py still finds them
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {expression}"
+        for path in sorted((ROOT / "api").rglob("*.py"))
+        for line, expression in around_the_facade(path.read_text(encoding="utf-8"), parts)
+    ]
+    assert not found, "commands reached around the façade (name them on ledger.service.Ledger):\n" + "\n".join(found)
+
+
 # --- the checker itself, on made-up sources ----------------------------------------------------------------------
 
 
@@ -96,4 +133,18 @@ def test_every_import_past_the_door_is_named_with_its_line() -> None:
         (9, "from ledger.sessions import report, gate"),
         (10, "from ledger.reporting.x import y"),
         (11, "import ledger"),
+    ]
+
+
+def test_a_command_reached_around_the_facade_is_named() -> None:
+    source = (
+        "answer = tools.ledger.brain.ask(who, prompt)\n"
+        "ledger.memory.recall(who)\n"
+        "ledger.ask_brain(who, prompt)\n"  # named on the façade: fine
+        "self.memory.recall(who)\n"  # not the ledger's
+        "head = ledger.store.head()\n"  # the façade's own property
+    )
+    assert around_the_facade(source, {"brain", "memory"}) == [
+        (1, "tools.ledger.brain"),
+        (2, "ledger.memory"),
     ]
