@@ -10,9 +10,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from api.rest.deps import LedgerDep
 from api.version import package_version
 from ledger.core.errors import LedgerError, StoreBusy
-from ledger.service import Ledger
 
 
 class Health(BaseModel):
@@ -30,13 +30,13 @@ class Health(BaseModel):
     )
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """``GET /health`` for this app's ledger."""
     api = APIRouter()
     health_threads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first call
 
     @api.get("/health", response_model=Health, tags=["ops"], responses={503: {"model": Health}})
-    async def health() -> Any:
+    async def health(ledger: LedgerDep) -> Any:
         """ok, busy (the write lock was held past the probe's wait: stamps get 503 now) or unavailable. The probe
         runs on threads and a connection pool of its own, so requests stuck on a held lock cannot starve it."""
         if not health_threads:
