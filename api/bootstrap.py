@@ -10,7 +10,7 @@ from api.settings import Settings
 from ledger.core import clock as _clock
 from ledger.core import receipt_key, signing
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import RowKey, SqlEventStore, make_engine
+from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine
 from ledger.enforcement.rules import RULES_FILE
 from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 from ledger.workflow.table import TABLE
@@ -33,13 +33,23 @@ class InitReport:
     signing_key_created: bool
 
 
-def _build(settings: Settings, key: ReceiptKey, signer: signing.SigningKey | None, clock: _clock.Clock) -> Ledger:
-    store = SqlEventStore(
-        make_engine(settings.db_url, settings.timeouts),
-        clock=clock,
-        timeouts=settings.timeouts,
-        row_key=RowKey.derive(key.secret),
-    )
+def _build(
+    settings: Settings,
+    key: ReceiptKey,
+    signer: signing.SigningKey | None,
+    clock: _clock.Clock,
+    in_memory: bool = False,
+) -> Ledger:
+    store: LedgerStore
+    if in_memory:  # the settings' database is not opened: the log lives in this process (tests, tools)
+        store = MemoryStore(clock, row_key=RowKey.derive(key.secret))
+    else:
+        store = SqlEventStore(
+            make_engine(settings.db_url, settings.timeouts),
+            clock=clock,
+            timeouts=settings.timeouts,
+            row_key=RowKey.derive(key.secret),
+        )
     return Ledger(
         store=store,
         index=search_index(store, settings),
@@ -69,7 +79,7 @@ def _build(settings: Settings, key: ReceiptKey, signer: signing.SigningKey | Non
     )
 
 
-def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
+def search_index(store: LedgerStore, settings: Settings) -> SearchIndex:
     """The search index, hybrid (with an embedding index whose model loads on first use) when the ``[semantic]``
     extra is installed and ``LEDGER_SEMANTIC`` is not false, with the similarity floor of
     ``LEDGER_SEARCH_MIN_SIMILARITY``; its ``retrieval`` says which and why."""
@@ -85,7 +95,7 @@ def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
     return index
 
 
-def _embedding_index(store: SqlEventStore) -> EmbeddingIndex:
+def _embedding_index(store: LedgerStore) -> EmbeddingIndex:
     from projections.embedding_index import EmbeddingIndex  # numpy, on the first search: not when the ledger opens
 
     return EmbeddingIndex(store)
@@ -107,16 +117,18 @@ def initialise(
     *,
     seed_new: bool = False,
     progress: ProgressBars | None = None,
+    in_memory: bool = False,
 ) -> tuple[Ledger, InitReport]:
     """Create the key (outside the events table) and the schema if missing; safe to run again.
 
     With ``seed_new`` a ledger created by this call also gets the constitutional memory blocks, as
     ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready). A ledger
     from before row authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
+    ``in_memory``: the ledger's log is a :class:`MemoryStore` (its keys are still the settings' files).
     """
     key, key_created = receipt_key.create_key(settings.key_path)
     signer, signer_created = signing.create_signing_key(settings.signing_key_path)
-    ledger = _build(settings, key, signer, clock)
+    ledger = _build(settings, key, signer, clock, in_memory)
     try:
         created = ledger.initialise(progress)
     except BaseException:

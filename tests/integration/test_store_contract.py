@@ -456,6 +456,23 @@ def test_load_stream_returns_a_streams_events_in_version_order(filled: LedgerSto
     assert [type(r.event) for r in state.events] == [SessionStarted, MemorySearched, ComplianceRefused]
 
 
+def test_load_stream_after_a_version_returns_only_the_later_events_and_the_streams_version(filled: LedgerStore) -> None:
+    for after in range(8):
+        state = filled.load_stream("session:a", after)
+        assert [r.version for r in state.events] == list(range(after + 1, 6)), after
+        assert state.version == max(after, 5), after  # past the end: the version asked for, no events
+
+
+def test_record_of_and_records_at_read_single_records_by_stream_version_and_by_position(filled: LedgerStore) -> None:
+    rec = filled.record_of("session:b", 2)
+    assert rec is not None and rec == filled.get(6)
+    assert filled.record_of("session:b", 4) is None and filled.record_of("session:b", 0) is None
+    assert filled.record_of("session:nobody", 1) is None
+    found = filled.records_at([5, 1, 5, 99, 0])
+    assert sorted(found) == [1, 5]
+    assert all(found[p] == filled.get(p) for p in found)
+
+
 # --- time ---------------------------------------------------------------------------------------------------
 
 
