@@ -14,7 +14,7 @@ from ledger.core.chain import StoredRecord, record_hash
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound, Unauthorized
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from tests.conftest import MEMORY, LedgerFactory
+from tests.conftest import LedgerFactory
 from tests.store_support import insert_as_ledger
 
 OPERATOR = Actor("operator", "cli", admin=True)
@@ -24,8 +24,8 @@ AUDITOR = Actor("carol", "rest", role="auditor", by_key=True)
 
 
 @pytest.fixture
-def ledger(make_ledger: LedgerFactory) -> Ledger:
-    return make_ledger(MEMORY)
+def ledger(memory_ledger: Ledger) -> Ledger:
+    return memory_ledger
 
 
 @pytest.fixture
