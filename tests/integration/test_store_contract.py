@@ -43,7 +43,7 @@ from ledger.core.tlog import merkle
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from projections.search_index import SearchIndex
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 from tests.server_support import READY_WITHIN
 from tests.store_support import TEST_ROW_KEY, insert_as_ledger
 
@@ -1025,3 +1025,39 @@ def test_the_memory_stores_verify_names_an_event_or_a_tree_hash_altered_behind_i
     store.rebuild_tree()
     assert store.verify().ok
     store.dispose()
+
+
+def test_a_ledger_on_the_memory_store_serves_threads_at_once_and_one_token_earns_one_stamp(
+    make_ledger: LedgerFactory,
+) -> None:
+    ledger = make_ledger(MEMORY)
+    agents = [Actor(f"agent-{i}", "mcp") for i in range(4)]
+    sessions = [ledger.clock_in(a, "dev").session_id for a in agents]
+    barrier = threading.Barrier(len(agents))
+    errors: list[BaseException] = []
+    stamps: list[str] = []
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait(timeout=READY_WITHIN)
+            ledger.remember(agents[i], f"Widget note {i}: the widget service restarts nightly")
+            ledger.search(agents[i], sessions[i], "widget")
+            stamps.append(ledger.assert_compliance(agents[i], sessions[i]).status)
+            shared = sessions[0]  # every thread also tries the first session's token, spent or not
+            if i == 0:
+                return
+            stamps.append(ledger.assert_compliance(agents[0], shared).status)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(agents))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=READY_WITHIN)
+    assert errors == []
+    # Four sessions, four tokens: four stamps, whichever thread got the first session's; every other try fails.
+    assert sorted(stamps) == ["FAIL"] * 3 + ["PASS"] * 4
+    assert [r.position for r in ledger.store.iter_records()] == list(range(1, ledger.store.head()[0] + 1))
+    assert ledger.verify().ok
+    assert len(ledger.search(agents[1], sessions[1], "widget").results) == 4

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 
@@ -43,19 +44,23 @@ _LOG_INDEX = "CREATE TABLE IF NOT EXISTS events (position INTEGER PRIMARY KEY, t
 
 class SideTables:
     """The SQL database of a memory store's read models: one in-memory SQLite connection, used by one thread at a
-    time (cursors and write transactions hold a lock; a write transaction inside another is a savepoint)."""
+    time (cursors, write transactions and the engine's connections hold a lock; a write transaction inside another
+    is a savepoint)."""
 
     dialect = "sqlite"
 
     def __init__(self, lock: threading.RLock | None = None) -> None:
         connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._raw = connection
+        self._lock = lock or threading.RLock()
         # One connection behind the engine too; no rollback when the engine hands it back (a read on it may run
-        # inside a write transaction of this thread).
+        # inside a write transaction of this thread). A thread holds the lock while it holds the connection, so
+        # another thread's commit never ends this one's transaction.
         self.engine: Engine = sa.create_engine(
             "sqlite://", creator=lambda: connection, poolclass=StaticPool, pool_reset_on_return=None
         )
-        self._lock = lock or threading.RLock()
+        sa_event.listen(self.engine, "checkout", lambda *_: self._lock.acquire())
+        sa_event.listen(self.engine, "checkin", lambda *_: self._lock.release())
 
     def sql(self, text: str) -> str:
         return text
