@@ -12,7 +12,7 @@ from ledger.core import clock as _clock
 from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 
 if TYPE_CHECKING:
-    from ledger.core.storage import SqlEventStore
+    from ledger.core.storage import LedgerStore
     from projections.search import SearchIndex
 
 __all__ = ["InitReport", "initialise", "ledger_settings", "open_ledger", "redact", "search_index"]
@@ -56,12 +56,15 @@ def initialise(
     *,
     seed_new: bool = False,
     progress: ProgressBars | None = None,
+    in_memory: bool = False,
 ) -> tuple[Ledger, InitReport]:
     """:func:`ledger.compose.initialise` with the environment's settings."""
-    return compose.initialise(ledger_settings(settings), clock, seed_new=seed_new, progress=progress)
+    return compose.initialise(
+        ledger_settings(settings), clock, seed_new=seed_new, progress=progress, in_memory=in_memory
+    )
 
 
-def search_index(store: SqlEventStore, settings: Settings) -> SearchIndex:
+def search_index(store: LedgerStore, settings: Settings) -> SearchIndex:
     """:func:`ledger.compose.search_index` with the environment's settings."""
     return compose.search_index(store, ledger_settings(settings))
 

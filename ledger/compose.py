@@ -19,7 +19,7 @@ from ledger.core import clock as _clock
 from ledger.core import receipt_key, signing
 from ledger.core.limits import Timeouts
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import RowKey, SqlEventStore, make_engine
+from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine
 from ledger.enforcement.rules import RULES_FILE
 from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 from ledger.workflow.table import TABLE
@@ -69,7 +69,7 @@ def compose(
     key: ReceiptKey,
     *,
     signer: signing.SigningKey | None = None,
-    store: SqlEventStore | None = None,
+    store: LedgerStore | None = None,
     clock: _clock.Clock = _clock.now,
     embedder: EmbedderStatus = _embedder.status,
 ) -> Ledger:
@@ -108,7 +108,7 @@ def _with_files(settings: LedgerSettings) -> CapabilityConfig:
 
 
 def search_index(
-    store: SqlEventStore, settings: LedgerSettings, embedder: EmbedderStatus = _embedder.status
+    store: LedgerStore, settings: LedgerSettings, embedder: EmbedderStatus = _embedder.status
 ) -> SearchIndex:
     """The search index, hybrid (with an embedding index whose model loads on first use) when the ``[semantic]``
     extra is installed and ``settings.semantic`` is true, with the similarity floor of
@@ -125,7 +125,7 @@ def search_index(
     return index
 
 
-def _embedding_index(store: SqlEventStore) -> EmbeddingIndex:
+def _embedding_index(store: LedgerStore) -> EmbeddingIndex:
     from projections.embedding_index import EmbeddingIndex  # numpy, on the first search: not when the ledger opens
 
     return EmbeddingIndex(store)
@@ -150,16 +150,20 @@ def initialise(
     seed_new: bool = False,
     progress: ProgressBars | None = None,
     embedder: EmbedderStatus = _embedder.status,
+    in_memory: bool = False,
 ) -> tuple[Ledger, InitReport]:
     """Create the key (outside the events table) and the schema if missing; safe to run again.
 
     With ``seed_new`` a ledger created by this call also gets the constitutional memory blocks, as
     ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready). A ledger
     from before row authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
+    ``in_memory``: the ledger's log is a :class:`~ledger.core.storage.MemoryStore` and the settings' database is
+    not opened (tests, tools); its keys are still the settings' files.
     """
     key, key_created = receipt_key.create_key(settings.key_path)
     signer, signer_created = signing.create_signing_key(settings.signing_key_path)
-    ledger = compose(settings, key, signer=signer, clock=clock, embedder=embedder)
+    store = MemoryStore(clock, row_key=RowKey.derive(key.secret)) if in_memory else None
+    ledger = compose(settings, key, signer=signer, store=store, clock=clock, embedder=embedder)
     try:
         created = ledger.initialise(progress)
     except BaseException:

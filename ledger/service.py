@@ -20,7 +20,7 @@ from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import SqlEventStore
+from ledger.core.storage import LedgerStore
 from ledger.core.tlog.policy import Witness
 from ledger.enforcement.handlers import EnforcementCommands
 from ledger.enforcement.rules import RULES_FILE, RuleSet
@@ -85,7 +85,7 @@ class Ledger:
 
     def __init__(
         self,
-        store: SqlEventStore,
+        store: LedgerStore,
         index: SearchIndex,
         key: ReceiptKey,
         config: LedgerConfig | None = None,
@@ -224,7 +224,7 @@ class Ledger:
     # --- what the kernel holds --------------------------------------------------------------------------------
 
     @property
-    def store(self) -> SqlEventStore:
+    def store(self) -> LedgerStore:
         return self.kernel.store
 
     @property
