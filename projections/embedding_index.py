@@ -25,6 +25,7 @@ import numpy as np
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
+    MemoryErased,
     MemoryForgotten,
     MemoryRemembered,
     MemoryRestored,
@@ -49,10 +50,8 @@ extra, or a rebuild — and a background thread embeds them, batch by batch, whi
 already there (blocks not embedded yet are still found by their words); ``replay --rebuild`` embeds them ahead."""
 CHUNK_ROWS = 512
 """Rows converted to float32 at a time for the product: a 768 kB buffer, reused."""
-_TYPES = [
-    t.type_name
-    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
-]
+_TYPES = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
+_TYPES += [MemoryErased.type_name, MemoryRestored.type_name]
 _IN_TYPES = ", ".join("?" for _ in _TYPES)
 _DDL = {
     "sqlite": [
@@ -179,9 +178,8 @@ class EmbeddingIndex:
             head = int(cur.fetchone()[0] or 0)
         embedded = 0
         while start < head:
-            batch = [
-                decode(r) for r in itertools.islice(self.store.iter_records(start, head, types=_TYPES), BATCH_EVENTS)
-            ]
+            found = itertools.islice(self.store.iter_records(start, head, types=_TYPES), BATCH_EVENTS)
+            batch = [decode(r, self.store.cipher) for r in found]
             if not batch:
                 break  # nothing for the index: the checkpoint is left behind rather than a write paid for it
             until = batch[-1].position if len(batch) == BATCH_EVENTS else head
@@ -193,7 +191,7 @@ class EmbeddingIndex:
     def _apply_batch(self, records: list[Any], until: int) -> tuple[int, int]:
         """Embed (outside the lock) and apply ``records``, then move the checkpoint to ``until``; returns the
         checkpoint found under the lock (another process may be further) and how many blocks were embedded."""
-        fresh = [r.event for r in records if isinstance(r.event, MemoryRemembered)]
+        fresh = [r.event for r in records if isinstance(r.event, MemoryRemembered) and not r.meta.get("erased")]
         todo = [e for e in fresh if e.block_id not in self._offered]
         vectors = dict(zip([e.block_id for e in todo], self.embedder.embed([e.content for e in todo]), strict=True))
         vectors.update({e.block_id: self._offered.pop(e.block_id) for e in fresh if e.block_id in self._offered})
@@ -206,7 +204,7 @@ class EmbeddingIndex:
                 if rec.position <= done:
                     continue
                 event = rec.event
-                if isinstance(event, MemoryRemembered):
+                if isinstance(event, MemoryRemembered) and event.block_id in vectors:
                     embedded += self._insert(cur, rec.position, event, vectors[event.block_id])
                 elif isinstance(event, MemoryCurated) and event.archived:
                     self._remove(cur, rec.position, event.archived)

@@ -32,11 +32,11 @@ from ledger.core.errors import InvalidInput
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
+    MemoryErased,
     MemoryForgotten,
     MemoryRemembered,
     MemoryRestored,
     MemorySuperseded,
-    from_payload_json,
 )
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
@@ -64,10 +64,8 @@ if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_REMOVALS = 1000
-_INDEXED = [
-    t.type_name
-    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
-]
+_INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
+_INDEXED += [MemoryErased.type_name, MemoryRestored.type_name]
 _PENDING = (
     "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
     f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
@@ -225,9 +223,11 @@ class SearchIndex:
 
     def _apply(self, cur: Any, rec: StoredRecord) -> int:
         """Apply one stored event to the index; 1 when it indexed a block."""
-        recorded = decode(rec)
+        recorded = decode(rec, self.store.cipher)
         event = recorded.event
         if isinstance(event, MemoryRemembered):
+            if recorded.meta.get("erased"):
+                return 0  # its text can no longer be read (erased): nothing to index
             self._insert(cur, event, origin_of(rec.position, recorded.meta, event))
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
@@ -244,7 +244,7 @@ class SearchIndex:
         """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, and
         the block's provenance."""
         record = self.store.record_of(f"block:{block_id}", 1)
-        event = from_payload_json(record.type, record.schema_version, record.data_json) if record is not None else None
+        event = decode(record, self.store.cipher).event if record is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
         assert record is not None
