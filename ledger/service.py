@@ -12,8 +12,9 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from ledger.anchor.handlers import AnchorCommands
+from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
-from ledger.audit.report import CheckpointFinding, Replay
+from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
 from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
@@ -42,6 +43,7 @@ __all__ = [
     "Actor",
     "CapabilityConfig",
     "CheckpointFinding",
+    "ErasureResult",
     "Ledger",
     "LedgerConfig",
     "ProgressBars",
@@ -117,6 +119,7 @@ class Ledger:
         self.transparency = TransparencyCommands(self.kernel, cap.witnesses, cap.min_cosignatures)
         self.audit = AuditCommands(self.kernel, self.memory, self.transparency, idle_timeout=cap.idle_timeout)
         self.hooks = HookCommands(self.kernel)
+        self.erasure = ErasureCommands(self.kernel, self.memory)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
         self.initialise = self.audit.initialise
@@ -132,6 +135,8 @@ class Ledger:
         self.rebuild_tree = self.audit.rebuild_tree
         self.rebuild_index = self.audit.rebuild_index
         self.rebuild_snapshots = self.audit.rebuild_snapshots
+        self.erase_block = self.erasure.erase_block
+        self.erase_session = self.erasure.erase_session
         # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin

@@ -53,6 +53,7 @@ CHUNK_ROWS = 512
 _TYPES = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
 _TYPES += [MemoryErased.type_name, MemoryRestored.type_name]
 _IN_TYPES = ", ".join("?" for _ in _TYPES)
+_REMOVE = "UPDATE memory_vectors SET live = 0, changed = ? WHERE block_id = ? AND live = 1"
 _DDL = {
     "sqlite": [
         """CREATE TABLE IF NOT EXISTS memory_vectors (block_id TEXT PRIMARY KEY, origin INTEGER NOT NULL,
@@ -208,8 +209,8 @@ class EmbeddingIndex:
                     embedded += self._insert(cur, rec.position, event, vectors[event.block_id])
                 elif isinstance(event, MemoryCurated) and event.archived:
                     self._remove(cur, rec.position, event.archived)
-                elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryArchived):
-                    self._remove(cur, rec.position, [event.block_id])
+                elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryErased | MemoryArchived):
+                    self._remove(cur, rec.position, [event.block_id], scrub=isinstance(event, MemoryErased))
                 elif isinstance(event, MemoryRestored):
                     self._restore(cur, rec.position, event.block_id)
             upsert = "ON CONFLICT(name) DO UPDATE SET position = excluded.position"
@@ -230,12 +231,11 @@ class EmbeddingIndex:
         )
         return 1
 
-    def _remove(self, cur: Any, position: int, block_ids: Sequence[str]) -> None:
+    def _remove(self, cur: Any, position: int, block_ids: Sequence[str], scrub: bool = False) -> None:
+        """Take blocks out of the matrix; ``scrub`` (an erased block): its vector is overwritten too."""
+        sql = "UPDATE memory_vectors SET live = 0, changed = ?, vec = ? WHERE block_id = ?" if scrub else _REMOVE
         for block_id in block_ids:
-            cur.execute(
-                self.store.sql("UPDATE memory_vectors SET live = 0, changed = ? WHERE block_id = ? AND live = 1"),
-                (position, block_id),
-            )
+            cur.execute(self.store.sql(sql), (position, b"", block_id) if scrub else (position, block_id))
 
     def _restore(self, cur: Any, position: int, block_id: str) -> None:
         """A block brought back (``MemoryRestored``): its row, kept when it was removed, is live again."""

@@ -7,6 +7,8 @@ import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+
 from ledger.audit import checkpoints
 from ledger.core.errors import NotFound
 from ledger.memory.reads import BlockSource, score_one, stats_of
@@ -15,6 +17,23 @@ from ledger.sessions.report import AgentReport, SessionState
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock
 from projections.memory import BlockView
 from projections.runner import COMPLIANCE, SESSIONS, ProjectionRunner
+
+
+class ErasureResult(BaseModel):
+    """A block or a session's free text erased (``MemoryErased`` / ``SessionErased`` at ``position``): who, when,
+    why, and the data keys destroyed. ``plaintext_in_log``: some of it was written before encryption, so its text
+    stays in the log's bytes (``note`` says what to do)."""
+
+    block_id: str | None = None
+    session_id: str | None = None
+    erased_by: str
+    erased_at: _dt.datetime
+    reason: str
+    position: int
+    key_ids: list[str] = Field(description="the data keys destroyed")
+    plaintext_in_log: bool
+    plaintext_events: int = Field(description="events of it written before encryption (their text stays in the log)")
+    note: str | None = None
 
 
 @dataclass(frozen=True)

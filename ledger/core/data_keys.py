@@ -206,6 +206,26 @@ class DataKeys:
                 conn.exec_driver_sql("VACUUM FULL data_keys")
         return kids
 
+    def scrub(self, tables: tuple[str, ...] = ("memory_index", "memory_vectors", "projection_snapshots")) -> None:
+        """After an erasure purged derived rows: SQLite rewrites the file without its free pages (``VACUUM`` with
+        ``secure_delete``) and truncates the WAL; PostgreSQL vacuums the derived tables (a page not yet reused, the
+        WAL and backups may still hold old bytes: documented)."""
+        if self.dialect == "sqlite":
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute("PRAGMA secure_delete=ON")
+                cur.execute("VACUUM")
+                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cur.close()
+            finally:
+                raw.close()
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for table in tables:
+                if conn.exec_driver_sql("SELECT to_regclass(%s)", (table,)).scalar() is not None:
+                    conn.exec_driver_sql(f"VACUUM {table}")
+
     # --- fields -------------------------------------------------------------------------------------------
 
     def seal(self, stream: str, type_name: str, payload: dict[str, Any], fields: Iterable[str]) -> bool:

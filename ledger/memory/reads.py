@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ledger.core import limits
-from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
+from ledger.core.errors import Erased, InvalidInput, NotFound, StoreUnavailable
 from ledger.core.events import ContradictionFlagged, MemoryErased, MemoryLinked, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
 from ledger.kernel import Kernel
@@ -167,6 +167,7 @@ class MemoryReads:
         with self._graph(as_of, position) as (graph, clock, until, moment):
             block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
             if block is None:
+                self._refuse_erased(block_id, until)
                 raise NotFound(
                     f"block {block_id} does not exist (at that point)",
                     "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
@@ -222,6 +223,17 @@ class MemoryReads:
                 )
             found[b.block_id] = BlockSource(event.content, origin_of(b.origin, recorded.meta, event))
         return found
+
+    def _refuse_erased(self, block_id: str, until: int | None) -> None:
+        """An :class:`Erased` (by whom, when, why) when ``block_id`` was erased (up to ``until``)."""
+        if isinstance(block_id, str) and block_id.startswith("blk_"):
+            for rec in self.kernel.store.load_stream(memory.stream_for(block_id)).events:
+                if isinstance(rec.event, MemoryErased) and (until is None or rec.position <= until):
+                    e = rec.event
+                    at = rec.recorded_at.isoformat().replace("+00:00", "Z")
+                    by = rec.agent or "?"
+                    message = f"block {block_id} was erased by {by} at {at}: {e.reason}"
+                    raise Erased(message, "its text cannot be read again", by=by, at=at, reason=e.reason)
 
     def new_block_id(self, content: str) -> str:
         """The id ``content`` gets as a block: a live block written before keyed ids with the same text keeps its

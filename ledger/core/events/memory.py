@@ -128,7 +128,7 @@ class MemoryForgotten(DomainEvent):
     reason: str
 
 
-class MemoryErased(MemoryForgotten):
+class MemoryErased(DomainEvent):
     """An administrator erased a block (a person's right to erasure, a leaked credential): it leaves every read
     model as a forgotten block does, and the data keys its text was encrypted under (``key_ids``) were destroyed,
     so the text in the log can no longer be read. ``plaintext_in_log``: the block was written before encryption,
@@ -137,6 +137,8 @@ class MemoryErased(MemoryForgotten):
 
     type_name: ClassVar[str] = "MemoryErased"
     texts: ClassVar[Texts] = Texts(labels=("reason",), ledger=("block_id", "key_ids"))
+    block_id: str
+    reason: str
     key_ids: list[str] = Field(default_factory=list)
     plaintext_in_log: bool = False
 
