@@ -58,6 +58,7 @@ class Replay:
     position: int
     sources: Callable[[Sequence[BlockView]], Mapping[str, BlockSource]]  # blocks' texts and provenance, from the log
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT
+    unreadable: int = 0  # events folded whose free text could not be decrypted (erased): their text was skipped
 
     def sessions(self) -> list[SessionState]:
         views = self.runner.state(SESSIONS.name).values()

@@ -76,6 +76,7 @@ def test_an_erased_block_leaves_no_byte_behind_and_the_log_still_verifies(
     assert remembered.meta.get("erased") is True
     ledger.rebuild_index()
     assert ledger.search(ALICE, sid, WORD).results == []
+    assert ledger.replay().unreadable == 1  # the block's MemoryRemembered: folded, its text skipped and counted
     assert not leaked(ledger, db_url, tmp_path, WORD)
 
     # the same text remembered again is a new block, under a new id
