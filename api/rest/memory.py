@@ -11,6 +11,7 @@ from pydantic import Field
 
 from api.fields import (
     CONTENT,
+    ERASE_REASON,
     FORGET_REASON,
     LIMIT,
     NEW_CONTENT,
@@ -25,6 +26,7 @@ from api.fields import (
 )
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
+from ledger.audit.report import ErasureResult
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_LIMIT
 from ledger.memory import decisions as memory
@@ -88,6 +90,10 @@ class Supersede(StrictBody):
 
 class Forget(StrictBody):
     reason: Annotated[str, FORGET_REASON]
+
+
+class Erase(StrictBody):
+    reason: Annotated[str, ERASE_REASON]
 
 
 class Search(StrictBody):
@@ -158,6 +164,12 @@ def router(ledger: Ledger) -> APIRouter:
     @api.post("/memory/blocks/{block_id}/forget", response_model=ForgetResult)
     async def forget(block_id: str, body: Forget, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
+
+    @api.post("/memory/blocks/{block_id}/erase", response_model=ErasureResult)
+    async def erase(block_id: str, body: Erase, who: Caller) -> Any:
+        """Administrators only: erase a block's text for good (its data key destroyed, every derived copy purged);
+        a later GET of the block answers 410."""
+        return await who.run(lambda actor: ledger.erase_block(actor, block_id, body.reason))
 
     @api.get("/memory/lookup", response_model=LookupResult)
     async def lookup(

@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, status
 from pydantic import Field
 
-from api.fields import FOCUS, WORKING_DIR
+from api.fields import ERASE_REASON, FOCUS, WORKING_DIR
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
+from ledger.audit.report import ErasureResult
 from ledger.service import Ledger
 from ledger.sessions.report import SessionInfo, SessionState
 
@@ -20,8 +21,13 @@ class ClockIn(StrictBody):
     focus: Annotated[str | None, FOCUS] = None
 
 
+class Erase(StrictBody):
+    reason: Annotated[str, ERASE_REASON]
+
+
 def router(ledger: Ledger) -> APIRouter:
-    """``POST /sessions``, ``POST /sessions/{id}/clock-out`` and ``GET /sessions/{id}``."""
+    """``POST /sessions``, ``POST /sessions/{id}/clock-out``, ``POST /sessions/{id}/erase`` and
+    ``GET /sessions/{id}``."""
     api = APIRouter(tags=["sessions"])
 
     @api.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED)
@@ -31,6 +37,11 @@ def router(ledger: Ledger) -> APIRouter:
     @api.post("/sessions/{session_id}/clock-out", response_model=SessionInfo)
     async def clock_out(session_id: str, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.clock_out(actor, session_id))
+
+    @api.post("/sessions/{session_id}/erase", response_model=ErasureResult)
+    async def erase(session_id: str, body: Erase, who: Caller) -> Any:
+        """Administrators only: erase a session's free text (focus, queries, proofs) for good."""
+        return await who.run(lambda actor: ledger.erase_session(actor, session_id, body.reason))
 
     @api.get("/sessions/{session_id}", response_model=SessionState)
     async def session_state(
