@@ -21,7 +21,7 @@ class ClockIn(StrictBody):
     focus: Annotated[str | None, FOCUS] = None
 
 
-class Erase(StrictBody):
+class EraseSession(StrictBody):
     reason: Annotated[str, ERASE_REASON]
 
 
@@ -39,7 +39,7 @@ def router(ledger: Ledger) -> APIRouter:
         return await who.run(lambda actor: ledger.clock_out(actor, session_id))
 
     @api.post("/sessions/{session_id}/erase", response_model=ErasureResult)
-    async def erase(session_id: str, body: Erase, who: Caller) -> Any:
+    async def erase(session_id: str, body: EraseSession, who: Caller) -> Any:
         """Administrators only: erase a session's free text (focus, queries, proofs) for good."""
         return await who.run(lambda actor: ledger.erase_session(actor, session_id, body.reason))
 
