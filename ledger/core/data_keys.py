@@ -40,6 +40,8 @@ from sqlalchemy.exc import DBAPIError
 
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.clock import now
+from ledger.core.errors import LedgerError
+from ledger.core.storage.driver_errors import translate_errors
 
 VERSION = "v1"
 ERASED_TEXT = "[erased]"
@@ -101,16 +103,33 @@ class DataKeys:
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s") if self.dialect == "postgresql" else text
 
+    def _exists(self, conn: Any) -> bool:
+        if self.dialect == "sqlite":
+            found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'data_keys'"
+            return conn.exec_driver_sql(found).first() is not None
+        return conn.exec_driver_sql("SELECT to_regclass('data_keys')").scalar() is not None
+
+    def readable(self) -> bool:
+        """Whether the table exists (a ledger that never encrypted has none; reads need no DDL, and a read-only
+        role could not make it)."""
+        if not self._ready:
+            with translate_errors(self.dialect), self.engine.connect() as conn:
+                self._ready = self._exists(conn)
+        return self._ready
+
     def ensure_table(self) -> None:
-        if self._ready:
+        """Create the table on the first write that needs it (an existing one is only looked at)."""
+        if self.readable():
             return
         for attempt in range(3):
             try:
-                with self.engine.begin() as conn:
+                with translate_errors(self.dialect), self.engine.begin() as conn:
                     conn.exec_driver_sql(_DDL[self.dialect])
                     conn.exec_driver_sql(_INDEX)
                 break
-            except DBAPIError:  # PostgreSQL: another process created it at the same moment
+            except (DBAPIError, LedgerError):  # PostgreSQL: another process may have created it at the same moment
+                if self.readable():
+                    return
                 if attempt == 2:
                     raise
         self._ready = True
@@ -130,7 +149,7 @@ class DataKeys:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self.ensure_table()
-        with self.engine.begin() as conn:
+        with translate_errors(self.dialect), self.engine.begin() as conn:
             row = conn.exec_driver_sql(
                 self._sql("SELECT kid, wrapped FROM data_keys WHERE subject = ? ORDER BY created_at DESC, kid LIMIT 1"),
                 (subject,),
@@ -158,8 +177,9 @@ class DataKeys:
             aead = self._by_kid.get(kid)
         if aead is not None:
             return aead
-        self.ensure_table()
-        with self.engine.connect() as conn:
+        if not self.readable():
+            return None
+        with translate_errors(self.dialect), self.engine.connect() as conn:
             row = conn.exec_driver_sql(
                 self._sql("SELECT subject, wrapped FROM data_keys WHERE kid = ?"), (kid,)
             ).fetchone()
@@ -172,8 +192,9 @@ class DataKeys:
 
     def key_ids(self, subject: str) -> list[str]:
         """The ids of ``subject``'s data keys (none when its text was never encrypted or is erased)."""
-        self.ensure_table()
-        with self.engine.connect() as conn:
+        if not self.readable():
+            return []
+        with translate_errors(self.dialect), self.engine.connect() as conn:
             rows = conn.exec_driver_sql(
                 self._sql("SELECT kid FROM data_keys WHERE subject = ? ORDER BY kid"), (subject,)
             ).fetchall()
@@ -181,13 +202,19 @@ class DataKeys:
 
     def destroy(self, subject: str) -> list[str]:
         """Delete every data key of ``subject`` so that no copy stays in the database files; returns their ids."""
-        self.ensure_table()
         kids = self.key_ids(subject)
+        if not self.readable():
+            return kids
         with self._lock:
             self._by_subject.pop(subject, None)
             for kid in kids:
                 self._by_kid.pop(kid, None)
                 self._gone.add(kid)
+        with translate_errors(self.dialect):
+            self._delete(subject)
+        return kids
+
+    def _delete(self, subject: str) -> None:
         if self.dialect == "sqlite":
             raw = self.engine.raw_connection()
             try:
@@ -204,12 +231,15 @@ class DataKeys:
                 conn.exec_driver_sql("DELETE FROM data_keys WHERE subject = %s", (subject,))
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.exec_driver_sql("VACUUM FULL data_keys")
-        return kids
 
     def scrub(self, tables: tuple[str, ...] = ("memory_index", "memory_vectors", "projection_snapshots")) -> None:
         """After an erasure purged derived rows: SQLite rewrites the file without its free pages (``VACUUM`` with
         ``secure_delete``) and truncates the WAL; PostgreSQL vacuums the derived tables (a page not yet reused, the
         WAL and backups may still hold old bytes: documented)."""
+        with translate_errors(self.dialect):
+            self._scrub(tables)
+
+    def _scrub(self, tables: tuple[str, ...]) -> None:
         if self.dialect == "sqlite":
             raw = self.engine.raw_connection()
             try:

@@ -7,16 +7,18 @@ import datetime as _dt
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.canonical import format_ts
 from ledger.core.chain import GENESIS_HASH, StoredRecord
-from ledger.core.data_keys import DataKeys
 from ledger.core.events import RecordedEvent
 from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.schema import _COLUMNS, _META_AGENT, MAC_OF_ROW, authenticated
+
+if TYPE_CHECKING:
+    from ledger.core.data_keys import DataKeys
 
 
 @dataclass(frozen=True, slots=True)
