@@ -25,6 +25,7 @@ from api.fields import (
     session_id_field,
 )
 from api.params import AsOf, Position
+from api.responses import ERASED
 from api.rest.context import Caller, StrictBody
 from ledger.audit.report import ErasureResult
 from ledger.core.errors import InvalidInput
@@ -134,7 +135,7 @@ def router(ledger: Ledger) -> APIRouter:
             )
         )
 
-    @api.get("/memory/blocks/{block_id}", response_model=BlockDetail)
+    @api.get("/memory/blocks/{block_id}", response_model=BlockDetail, responses=ERASED)
     async def memory_block(
         block_id: str,
         who: Caller,
@@ -165,7 +166,7 @@ def router(ledger: Ledger) -> APIRouter:
     async def forget(block_id: str, body: Forget, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
 
-    @api.post("/memory/blocks/{block_id}/erase", response_model=ErasureResult)
+    @api.post("/memory/blocks/{block_id}/erase", response_model=ErasureResult, responses=ERASED)
     async def erase(block_id: str, body: Erase, who: Caller) -> Any:
         """Administrators only: erase a block's text for good (its data key destroyed, every derived copy purged);
         a later GET of the block answers 410."""

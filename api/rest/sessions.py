@@ -9,6 +9,7 @@ from pydantic import Field
 
 from api.fields import ERASE_REASON, FOCUS, WORKING_DIR
 from api.params import AsOf, Position
+from api.responses import ERASED
 from api.rest.context import Caller, StrictBody
 from ledger.audit.report import ErasureResult
 from ledger.service import Ledger
@@ -38,7 +39,7 @@ def router(ledger: Ledger) -> APIRouter:
     async def clock_out(session_id: str, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.clock_out(actor, session_id))
 
-    @api.post("/sessions/{session_id}/erase", response_model=ErasureResult)
+    @api.post("/sessions/{session_id}/erase", response_model=ErasureResult, responses=ERASED)
     async def erase(session_id: str, body: EraseSession, who: Caller) -> Any:
         """Administrators only: erase a session's free text (focus, queries, proofs) for good."""
         return await who.run(lambda actor: ledger.erase_session(actor, session_id, body.reason))
