@@ -169,6 +169,12 @@ NEW_CONTENT = described(
     minLength=1,
     maxLength=memory.MAX_CONTENT_CHARS,
 )
+ERASE_REASON = described(
+    "why it is erased, kept readable in the log after the text is gone (name no personal data), "
+    "e.g. 'erasure request #12 (GDPR art. 17)'",
+    minLength=1,
+    maxLength=memory.MAX_REASON_CHARS,
+)
 FORGET_REASON = described(
     "why the block is forgotten, kept in the log, e.g. 'personal data: erasure request 2026-11-03'",
     minLength=1,

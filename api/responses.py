@@ -40,3 +40,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         headers={"Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "integer"}}},
     ),
 }
+ERASED: dict[int | str, dict[str, Any]] = {
+    410: _error("erased: the text is gone for good; the message says by whom, when and why")
+}
+"""The answer for a block (or a session) an administrator erased: added to the routes that read or erase one."""

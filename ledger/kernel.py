@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from ledger.core import access, credentials, signing
 from ledger.core import clock as _clock
+from ledger.core.data_keys import DataKeys, keyed_id
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
 from ledger.core.receipt_key import ReceiptKey
@@ -79,6 +80,23 @@ class Kernel:
     clock: _clock.Clock = _clock.now
     signer: signing.SigningKey | None = None  # Ed25519: new receipts and checkpoints
     _snapshot_store: snapshots.Snapshots | None = None
+
+    def __post_init__(self) -> None:
+        # The one key service of this store: free text is encrypted on append and decrypted on read through it.
+        if self.store.cipher is None:
+            self.store.cipher = DataKeys(self.store.engine, self.key.secret)
+
+    @property
+    def keys(self) -> DataKeys:
+        """The data keys of free text (:mod:`ledger.core.data_keys`)."""
+        assert self.store.cipher is not None
+        return self.store.cipher
+
+    def block_id(self, normalised: str, generation: int = 0) -> str:
+        """A new block's id: a keyed hash of its normalised text (so an id never confirms a guessed text); a
+        ``generation`` above 0 is the same text remembered again after its block was erased."""
+        text = normalised if generation == 0 else f"{generation}\x00{normalised}"
+        return "blk_" + keyed_id(self.keys.block_secret, text)[:24]
 
     def meta(self, actor: Actor) -> dict[str, Any]:
         """An event's metadata outside any session (``SessionGrants.meta`` adds a checked session)."""

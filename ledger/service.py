@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from ledger.anchor.handlers import AnchorCommands
 from ledger.audit.checkpoints import Checkpointer
+from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
-from ledger.audit.report import CheckpointFinding, Replay
+from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
 from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
@@ -47,6 +48,7 @@ __all__ = [
     "CapabilityConfig",
     "CheckpointFinding",
     "Checkpointer",
+    "ErasureResult",
     "Ledger",
     "LedgerConfig",
     "ProgressBars",
@@ -122,6 +124,7 @@ class Ledger:
         self.transparency = TransparencyCommands(self.kernel, cap.witnesses, cap.min_cosignatures)
         self.audit = AuditCommands(self.kernel, self.memory, self.transparency, idle_timeout=cap.idle_timeout)
         self.hooks = HookCommands(self.kernel)
+        self.erasure = ErasureCommands(self.kernel, self.memory)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
         self.initialise = self.audit.initialise
@@ -141,6 +144,8 @@ class Ledger:
         self.latest_checkpoint_in = self.audit.latest_checkpoint_in
         self.keep_checkpoint = self.audit.keep_checkpoint
         self.checkpointer = self.audit.checkpointer
+        self.erase_block = self.erasure.erase_block
+        self.erase_session = self.erasure.erase_session
         # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin

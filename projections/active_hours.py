@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.events import RecordedEvent, SessionEnded, SessionStarted
+from ledger.core.events import RecordedEvent, SessionEnded, SessionErased, SessionStarted
 from projections._copy import with_changes
 from projections.sessions import session_key
 
@@ -68,6 +68,8 @@ def evolve_span(span: SessionSpan | None, rec: RecordedEvent) -> SessionSpan | N
         return span
     if isinstance(e, SessionEnded):
         return with_changes(span, last_event_at=rec.recorded_at, ended_at=rec.recorded_at)
+    if isinstance(e, SessionErased):
+        return span  # a person's erasure of its text is no activity of the session
     return with_changes(span, last_event_at=rec.recorded_at)
 
 

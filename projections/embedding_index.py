@@ -25,6 +25,7 @@ import numpy as np
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
+    MemoryErased,
     MemoryForgotten,
     MemoryRemembered,
     MemoryRestored,
@@ -49,11 +50,10 @@ extra, or a rebuild — and a background thread embeds them, batch by batch, whi
 already there (blocks not embedded yet are still found by their words); ``replay --rebuild`` embeds them ahead."""
 CHUNK_ROWS = 512
 """Rows converted to float32 at a time for the product: a 768 kB buffer, reused."""
-_TYPES = [
-    t.type_name
-    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
-]
+_TYPES = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
+_TYPES += [MemoryErased.type_name, MemoryRestored.type_name]
 _IN_TYPES = ", ".join("?" for _ in _TYPES)
+_REMOVE = "UPDATE memory_vectors SET live = 0, changed = ? WHERE block_id = ? AND live = 1"
 _DDL = {
     "sqlite": [
         """CREATE TABLE IF NOT EXISTS memory_vectors (block_id TEXT PRIMARY KEY, origin INTEGER NOT NULL,
@@ -179,9 +179,8 @@ class EmbeddingIndex:
             head = int(cur.fetchone()[0] or 0)
         embedded = 0
         while start < head:
-            batch = [
-                decode(r) for r in itertools.islice(self.store.iter_records(start, head, types=_TYPES), BATCH_EVENTS)
-            ]
+            found = itertools.islice(self.store.iter_records(start, head, types=_TYPES), BATCH_EVENTS)
+            batch = [decode(r, self.store.cipher) for r in found]
             if not batch:
                 break  # nothing for the index: the checkpoint is left behind rather than a write paid for it
             until = batch[-1].position if len(batch) == BATCH_EVENTS else head
@@ -193,7 +192,7 @@ class EmbeddingIndex:
     def _apply_batch(self, records: list[Any], until: int) -> tuple[int, int]:
         """Embed (outside the lock) and apply ``records``, then move the checkpoint to ``until``; returns the
         checkpoint found under the lock (another process may be further) and how many blocks were embedded."""
-        fresh = [r.event for r in records if isinstance(r.event, MemoryRemembered)]
+        fresh = [r.event for r in records if isinstance(r.event, MemoryRemembered) and not r.meta.get("erased")]
         todo = [e for e in fresh if e.block_id not in self._offered]
         vectors = dict(zip([e.block_id for e in todo], self.embedder.embed([e.content for e in todo]), strict=True))
         vectors.update({e.block_id: self._offered.pop(e.block_id) for e in fresh if e.block_id in self._offered})
@@ -206,12 +205,12 @@ class EmbeddingIndex:
                 if rec.position <= done:
                     continue
                 event = rec.event
-                if isinstance(event, MemoryRemembered):
+                if isinstance(event, MemoryRemembered) and event.block_id in vectors:
                     embedded += self._insert(cur, rec.position, event, vectors[event.block_id])
                 elif isinstance(event, MemoryCurated) and event.archived:
                     self._remove(cur, rec.position, event.archived)
-                elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryArchived):
-                    self._remove(cur, rec.position, [event.block_id])
+                elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryErased | MemoryArchived):
+                    self._remove(cur, rec.position, [event.block_id], scrub=isinstance(event, MemoryErased))
                 elif isinstance(event, MemoryRestored):
                     self._restore(cur, rec.position, event.block_id)
             upsert = "ON CONFLICT(name) DO UPDATE SET position = excluded.position"
@@ -232,12 +231,11 @@ class EmbeddingIndex:
         )
         return 1
 
-    def _remove(self, cur: Any, position: int, block_ids: Sequence[str]) -> None:
+    def _remove(self, cur: Any, position: int, block_ids: Sequence[str], scrub: bool = False) -> None:
+        """Take blocks out of the matrix; ``scrub`` (an erased block): its vector is overwritten too."""
+        sql = "UPDATE memory_vectors SET live = 0, changed = ?, vec = ? WHERE block_id = ?" if scrub else _REMOVE
         for block_id in block_ids:
-            cur.execute(
-                self.store.sql("UPDATE memory_vectors SET live = 0, changed = ? WHERE block_id = ? AND live = 1"),
-                (position, block_id),
-            )
+            cur.execute(self.store.sql(sql), (position, b"", block_id) if scrub else (position, block_id))
 
     def _restore(self, cur: Any, position: int, block_id: str) -> None:
         """A block brought back (``MemoryRestored``): its row, kept when it was removed, is live again."""

@@ -19,6 +19,7 @@ from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
+    MemoryErased,
     MemoryForgotten,
     MemoryOutcomeRecorded,
     MemoryRecalled,
@@ -42,6 +43,7 @@ _MEMORY_EVENTS = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryErased,
     MemoryArchived,
     MemoryRestored,
 )
@@ -178,7 +180,7 @@ def evolve_block(block_id: str, view: BlockView | None, rec: RecordedEvent) -> B
         return with_changes(view, archived_at=view.archived_at or at, position=rec.position)
     if isinstance(e, MemoryRestored):
         return with_changes(view, archived_at=None, superseded_by=None, last_reinforced_at=at, position=rec.position)
-    if isinstance(e, MemoryForgotten):
+    if isinstance(e, MemoryForgotten | MemoryErased):
         return None  # the graph drops it: a forgotten block leaves every read model
     return view
 
@@ -209,7 +211,9 @@ def evolve_edge(key: Pair, edge: EdgeView | None, rec: RecordedEvent) -> EdgeVie
 def block_ids_of(rec: RecordedEvent) -> tuple[str, ...]:
     """The blocks a memory event touches (each once)."""
     e = rec.event
-    if isinstance(e, MemoryRemembered | MemoryDuplicateRejected | MemoryForgotten | MemoryArchived | MemoryRestored):
+    if isinstance(
+        e, MemoryRemembered | MemoryDuplicateRejected | MemoryForgotten | MemoryErased | MemoryArchived | MemoryRestored
+    ):
         return (e.block_id,)
     if isinstance(e, MemorySuperseded):
         return (e.block_id, e.by_block_id)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ledger.core.data_keys import ERASED_TEXT
 from ledger.core.events import (
     AnchorAttempted,
     AnchorChallengeIssued,
@@ -18,6 +19,7 @@ from ledger.core.events import (
     MemorySearched,
     RecordedEvent,
     SessionEnded,
+    SessionErased,
     SessionStarted,
 )
 from projections._copy import in_place, with_changes
@@ -189,6 +191,9 @@ def _evolve(
             version=version,
             position=position,
         )
+    if type(e) is SessionErased:  # the session's free text is gone: no copy of it stays in the view
+        kept = view.token if view.token is None else change_token(view.token, query=ERASED_TEXT)
+        return change(view, focus=None, token=kept, version=version, position=position)
     if type(e) is ComplianceStamped:
         current = view.token
         if current is not None and current.search_position == e.search_position:

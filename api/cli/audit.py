@@ -251,6 +251,7 @@ def replay(
                 "index_skipped": [{"position": k.position, "reason": k.reason} for k in skipped],
                 "snapshots_written": snapshots,
                 "tree_leaves": leaves,
+                "events_unreadable": result.unreadable,
                 "sessions": [s.model_dump(mode="json") for s in states],
                 "compliance": [a.model_dump(mode="json") for a in result.compliance()],
                 "memory": memory_state.model_dump(mode="json"),
@@ -263,6 +264,7 @@ def replay(
         + (f"; search index rebuilt with {rebuilt} blocks" if rebuilt is not None else "")
         + (f"; {snapshots} projection snapshots written" if snapshots is not None else "")
         + (f"; tree rebuilt with {leaves} leaves" if leaves is not None else "")
+        + (f"; {result.unreadable} events' erased text skipped" if result.unreadable else "")
     )
     for k in skipped:
         err.print(f"[yellow]warning:[/yellow] the search index skipped the event at position {k.position}: {k.reason}")

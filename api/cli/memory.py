@@ -1,5 +1,5 @@
 """``compliance-ledger memory``: list and inspect memory blocks with their scores, curate now, supersede a block
-with a corrected text, archive or restore one (how a person amends the constitution), forget one."""
+with a corrected text, archive or restore one (how a person amends the constitution), forget or erase one."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
+    from ledger.audit.report import ErasureResult
     from ledger.memory.report import BlockOut
 
 group = typer.Typer(
-    help="Memory blocks: list, inspect, curate, supersede, archive, restore, forget.", no_args_is_help=True
+    help="Memory blocks: list, inspect, curate, supersede, archive, restore, forget, erase.", no_args_is_help=True
 )
 
 
@@ -213,6 +214,30 @@ def memory_forget(
 ) -> None:
     """Forget a block: it leaves search, recall and every memory read; the log keeps the event and the reason."""
     _revise(ctx, "forget", block_id, reason, as_json, "forgotten")
+
+
+@group.command("erase")
+def memory_erase(
+    ctx: typer.Context,
+    block_id: Annotated[str, typer.Argument(help="the block id (blk_...)")],
+    reason: Annotated[str, typer.Option(help="why it is erased, kept readable in the log (name no personal data)")],
+    as_json: AsJson = False,
+) -> None:
+    """Erase a block's text for good: its data key is destroyed and every derived copy purged; the log keeps who,
+    when and why."""
+    with ledger_for(ctx) as ledger:
+        result = ledger.erase_block(operator(), block_id, reason)
+    print_erasure(result, as_json, f"{block_id} erased")
+
+
+def print_erasure(result: ErasureResult, as_json: bool, what: str) -> None:
+    """Say what an erasure did (and what it could not, for text written before encryption)."""
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    out.print(f"{what} at position {result.position}: {result.reason} ({len(result.key_ids)} data key(s) destroyed)")
+    if result.note:
+        out.print(f"[yellow]note:[/yellow] {result.note}")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ from api.cli import (
     memory,
     report,
     servers,
+    sessions,
     setup,
     tasks,
     tlog,
@@ -124,6 +125,7 @@ keys.register(app)
 report.register(app)
 anchor.register(app)
 memory.register(app)
+sessions.register(app)
 tasks.register(app)
 hook.register(app)
 tlog.register(app)

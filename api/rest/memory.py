@@ -11,6 +11,7 @@ from pydantic import Field
 
 from api.fields import (
     CONTENT,
+    ERASE_REASON,
     FORGET_REASON,
     LIMIT,
     NEW_CONTENT,
@@ -24,8 +25,10 @@ from api.fields import (
     session_id_field,
 )
 from api.params import AsOf, Position
+from api.responses import ERASED
 from api.rest.context import Caller, StrictBody
 from api.rest.deps import LedgerDep
+from ledger.audit.report import ErasureResult
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_LIMIT
 from ledger.memory import report as memory
@@ -90,6 +93,10 @@ class Forget(StrictBody):
     reason: Annotated[str, FORGET_REASON]
 
 
+class Erase(StrictBody):
+    reason: Annotated[str, ERASE_REASON]
+
+
 class Search(StrictBody):
     query: Annotated[str, QUERY]
     session_id: Annotated[str, SESSION_ID]
@@ -129,7 +136,7 @@ def router() -> APIRouter:
             )
         )
 
-    @api.get("/memory/blocks/{block_id}", response_model=BlockDetail)
+    @api.get("/memory/blocks/{block_id}", response_model=BlockDetail, responses=ERASED)
     async def memory_block(
         ledger: LedgerDep,
         block_id: str,
@@ -160,6 +167,12 @@ def router() -> APIRouter:
     @api.post("/memory/blocks/{block_id}/forget", response_model=ForgetResult)
     async def forget(ledger: LedgerDep, block_id: str, body: Forget, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
+
+    @api.post("/memory/blocks/{block_id}/erase", response_model=ErasureResult, responses=ERASED)
+    async def erase(ledger: LedgerDep, block_id: str, body: Erase, who: Caller) -> Any:
+        """Administrators only: erase a block's text for good (its data key destroyed, every derived copy purged);
+        a later GET of the block answers 410."""
+        return await who.run(lambda actor: ledger.erase_block(actor, block_id, body.reason))
 
     @api.get("/memory/lookup", response_model=LookupResult)
     async def lookup(

@@ -7,10 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, status
 from pydantic import Field
 
-from api.fields import FOCUS, WORKING_DIR
+from api.fields import ERASE_REASON, FOCUS, WORKING_DIR
 from api.params import AsOf, Position
+from api.responses import ERASED
 from api.rest.context import Caller, StrictBody
 from api.rest.deps import LedgerDep
+from ledger.audit.report import ErasureResult
 from ledger.sessions.report import SessionInfo, SessionState
 
 
@@ -20,8 +22,13 @@ class ClockIn(StrictBody):
     focus: Annotated[str | None, FOCUS] = None
 
 
+class EraseSession(StrictBody):
+    reason: Annotated[str, ERASE_REASON]
+
+
 def router() -> APIRouter:
-    """``POST /sessions``, ``POST /sessions/{id}/clock-out`` and ``GET /sessions/{id}``."""
+    """``POST /sessions``, ``POST /sessions/{id}/clock-out``, ``POST /sessions/{id}/erase`` and
+    ``GET /sessions/{id}``."""
     api = APIRouter(tags=["sessions"])
 
     @api.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED)
@@ -31,6 +38,11 @@ def router() -> APIRouter:
     @api.post("/sessions/{session_id}/clock-out", response_model=SessionInfo)
     async def clock_out(ledger: LedgerDep, session_id: str, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.clock_out(actor, session_id))
+
+    @api.post("/sessions/{session_id}/erase", response_model=ErasureResult, responses=ERASED)
+    async def erase(ledger: LedgerDep, session_id: str, body: EraseSession, who: Caller) -> Any:
+        """Administrators only: erase a session's free text (focus, queries, proofs) for good."""
+        return await who.run(lambda actor: ledger.erase_session(actor, session_id, body.reason))
 
     @api.get("/sessions/{session_id}", response_model=SessionState)
     async def session_state(

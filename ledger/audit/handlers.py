@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -295,7 +295,15 @@ class AuditCommands:
         """Fold every projection from position 0 up to a time or position (default: the whole log)."""
         until = self.kernel.until(as_of, position)
         runner = ProjectionRunner(ALL)
-        runner.run(self.kernel.store.iter_events(0, until), progress)
+        erased = [0]
+
+        def counted(events: Iterable[RecordedEvent]) -> Iterator[RecordedEvent]:
+            for rec in events:
+                if rec.meta.get("erased"):
+                    erased[0] += 1
+                yield rec
+
+        runner.run(counted(self.kernel.store.iter_events(0, until)), progress)
         if as_of is not None:
             moment = as_of
         else:
@@ -306,6 +314,7 @@ class AuditCommands:
             position=runner.position if until is None else until,
             sources=self.memory.block_sources,
             idle_timeout=self.idle_timeout,
+            unreadable=erased[0],
         )
 
     def active_hours(self, *, as_of: _dt.datetime | None = None) -> float:

@@ -7,6 +7,8 @@ import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+
 from ledger.audit import checkpoints
 
 # The signed checkpoint kept outside the database, and a checkpoint read from a file or URL.
@@ -19,6 +21,23 @@ from ledger.sessions.report import AgentReport, SessionState
 from projections.active_hours import IDLE_TIMEOUT, ActiveClock
 from projections.memory import BlockView
 from projections.runner import COMPLIANCE, SESSIONS, ProjectionRunner
+
+
+class ErasureResult(BaseModel):
+    """A block or a session's free text erased (``MemoryErased`` / ``SessionErased`` at ``position``): who, when,
+    why, and the data keys destroyed. ``plaintext_in_log``: some of it was written before encryption, so its text
+    stays in the log's bytes (``note`` says what to do)."""
+
+    block_id: str | None = None
+    session_id: str | None = None
+    erased_by: str
+    erased_at: _dt.datetime
+    reason: str
+    position: int
+    key_ids: list[str] = Field(description="the data keys destroyed")
+    plaintext_in_log: bool
+    plaintext_events: int = Field(description="events of it written before encryption (their text stays in the log)")
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,7 @@ class Replay:
     position: int
     sources: Callable[[Sequence[BlockView]], Mapping[str, BlockSource]]  # blocks' texts and provenance, from the log
     idle_timeout: _dt.timedelta = IDLE_TIMEOUT
+    unreadable: int = 0  # events folded whose free text could not be decrypted (erased): their text was skipped
 
     def sessions(self) -> list[SessionState]:
         views = self.runner.state(SESSIONS.name).values()

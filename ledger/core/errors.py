@@ -128,3 +128,17 @@ class SecretInText(InvalidInput):
     def __init__(self, message: str, hint: str, found: tuple[tuple[str, str, int, int], ...]) -> None:
         super().__init__(message, hint)
         self.found = found
+
+
+class Erased(LedgerError):
+    """The named thing (a memory block) was erased: its text is gone for good. The message says by whom, when and
+    why; REST answers 410 Gone."""
+
+    code = "erased"
+    status = 410
+
+    def __init__(self, message: str, hint: str, *, by: str, at: str, reason: str) -> None:
+        super().__init__(message, hint)
+        self.by = by
+        self.at = at
+        self.reason = reason

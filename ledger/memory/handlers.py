@@ -75,7 +75,7 @@ class MemoryCommands(MemoryRevisions):
         # credentials out before the id, the consolidation's embedding or anything else is made of the text
         screened = self.kernel.screen({"content": content, "tags": clean_tags, "context": context})
         content, clean_tags, context = screened["content"], screened["tags"], screened["context"]
-        block_id = memory.block_id_for(content)
+        block_id = self.new_block_id(content)
         verdict, method = self._consolidation(block_id, content)
 
         def attempt() -> RememberResult:
@@ -157,8 +157,10 @@ class MemoryCommands(MemoryRevisions):
         session = self.grants.open_if(actor, session_id)
         created: list[str] = []
         present: list[str] = []
+        shipped = {b.content for b in constitution.CONSTITUTION} if seed else set()
         for content, tags in wanted:
-            block_id = memory.block_id_for(content)
+            # the shipped constitution is public text: its blocks keep their content-hash ids in every ledger
+            block_id = memory.block_id_for(content) if content in shipped else self.new_block_id(content)
             stream = memory.stream_for(block_id)
             try:
                 if self.kernel.store.load_stream(stream).version:

@@ -9,11 +9,12 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ledger.core import limits
-from ledger.core.errors import InvalidInput, NotFound, StoreUnavailable
-from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryRemembered, RecordedEvent
+from ledger.core.errors import Erased, InvalidInput, NotFound, StoreUnavailable
+from ledger.core.events import ContradictionFlagged, MemoryErased, MemoryLinked, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
 from ledger.kernel import Kernel
 from ledger.memory import consolidation
+from ledger.memory import decisions as memory
 from ledger.memory.report import BlockDetail, BlockEvent, BlockList, BlockOut, LookupResult, MemoryStats, Neighbour
 from ledger.memory.scoring import BlockColumns, Ranking, Scored
 from ledger.sessions.report import SearchHit
@@ -35,6 +36,7 @@ MEMORY_EVENT_TYPES = (
     "MemoryOutcomeRecorded",
     "MemorySuperseded",
     "MemoryForgotten",
+    "MemoryErased",
     "MemoryArchived",
     "MemoryRestored",
     "MemoryLinked",
@@ -50,6 +52,10 @@ def _consolidated(rec: RecordedEvent) -> tuple[str, ...]:
     if isinstance(e, ContradictionFlagged):
         return (e.block_id, e.contradicts)
     return ()
+
+
+def _holds_unerased(events: Sequence[RecordedEvent]) -> bool:
+    return bool(events) and not any(isinstance(r.event, MemoryErased) for r in events)
 
 
 class BlockSource(NamedTuple):
@@ -156,6 +162,7 @@ class MemoryReads:
         with self._graph(as_of, position) as (graph, clock, until, moment):
             block = graph.blocks.get(block_id) if isinstance(block_id, str) else None
             if block is None:
+                self._refuse_erased(block_id, until)
                 raise NotFound(
                     f"block {block_id} does not exist (at that point)",
                     "list blocks: GET /memory/blocks or `compliance-ledger memory list`",
@@ -202,7 +209,7 @@ class MemoryReads:
         found: dict[str, BlockSource] = {}
         for b in blocks:
             record = records.get(b.origin)
-            recorded = decode(record) if record is not None else None
+            recorded = decode(record, self.kernel.store.cipher) if record is not None else None
             event = recorded.event if recorded is not None else None
             if recorded is None or not isinstance(event, MemoryRemembered) or event.block_id != b.block_id:
                 raise StoreUnavailable(
@@ -211,6 +218,35 @@ class MemoryReads:
                 )
             found[b.block_id] = BlockSource(event.content, origin_of(b.origin, recorded.meta, event))
         return found
+
+    def _refuse_erased(self, block_id: str, until: int | None) -> None:
+        """An :class:`Erased` (by whom, when, why) when ``block_id`` was erased (up to ``until``)."""
+        if isinstance(block_id, str) and block_id.startswith("blk_"):
+            for rec in self.kernel.store.load_stream(memory.stream_for(block_id)).events:
+                if isinstance(rec.event, MemoryErased) and (until is None or rec.position <= until):
+                    e = rec.event
+                    at = rec.recorded_at.isoformat().replace("+00:00", "Z")
+                    by = rec.agent or "?"
+                    message = f"block {block_id} was erased by {by} at {at}: {e.reason}"
+                    raise Erased(message, "its text cannot be read again", by=by, at=at, reason=e.reason)
+
+    def new_block_id(self, content: str) -> str:
+        """The id ``content`` gets as a block: a live block written before keyed ids with the same text keeps its
+        (content-hash) id, so duplicates are still found; otherwise the ledger's keyed hash of the text, of the
+        next generation when the block of this text was erased (a new block, whose id tells nothing of it)."""
+        store = self.kernel.store
+        legacy = memory.block_id_for(content)
+        if _holds_unerased(store.load_stream(memory.stream_for(legacy)).events):
+            return legacy
+        normalised = memory.normalise(content)
+        generation = 0
+        while True:
+            block_id = self.kernel.block_id(normalised, generation)
+            if not any(
+                isinstance(r.event, MemoryErased) for r in store.load_stream(memory.stream_for(block_id)).events
+            ):
+                return block_id
+            generation += 1
 
     def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
         """The texts of ``blocks`` by id (:meth:`block_sources` without the provenance)."""
@@ -232,7 +268,7 @@ class MemoryReads:
                 index.semantic.offer(block_id, vector)
                 records = self.kernel.store.records_at([origin for _, _, origin in near])
                 for found, cos, origin in near:
-                    event = decode(records[origin]).event if origin in records else None
+                    event = decode(records[origin], self.kernel.store.cipher).event if origin in records else None
                     if isinstance(event, MemoryRemembered) and event.block_id == found:
                         neighbours.append(consolidation.Neighbour(found, event.content, cos))
                 return consolidation.decide(content, neighbours, "cosine"), "cosine"

@@ -37,7 +37,7 @@ class MemoryRevisions(MemoryReads):
         """Replace a live block by ``content``: a new block with the same tags and category that search and
         recall find instead; the old block and its history stay readable."""
         content = self.kernel.screen({"content": memory.check_content(content)})["content"]  # before the new id
-        new_id = memory.block_id_for(content)
+        new_id = self.new_block_id(content)
         if new_id == block_id:
             raise InvalidInput(
                 f"the content is the text of block {block_id} already", "send the corrected or updated text"

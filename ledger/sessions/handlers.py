@@ -185,7 +185,7 @@ class SessionCommands:
                         f"the answer to request {request_id} at position {answered} is missing from the log",
                         "run `compliance-ledger verify`",
                     )
-                return self._assert_result(decode(stored), signer, repeated=True)
+                return self._assert_result(decode(stored, self.kernel.store.cipher), signer, repeated=True)
             decision = gate.decide_assert(
                 session.view,
                 self.kernel.clock(),

@@ -61,7 +61,7 @@ def _with_texts(index: EmbeddingIndex, hits: list[Hit], origins: dict[str, int])
     records = index.store.records_at(wanted)
     texts: dict[str, tuple[str, list[str], Origin]] = {}
     for record in records.values():
-        recorded = decode(record)
+        recorded = decode(record, index.store.cipher)
         event = recorded.event
         if isinstance(event, MemoryRemembered):
             texts[event.block_id] = (event.content, list(event.tags), origin_of(record.position, recorded.meta, event))

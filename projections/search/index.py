@@ -32,11 +32,11 @@ from ledger.core.errors import InvalidInput
 from ledger.core.events import (
     MemoryArchived,
     MemoryCurated,
+    MemoryErased,
     MemoryForgotten,
     MemoryRemembered,
     MemoryRestored,
     MemorySuperseded,
-    from_payload_json,
 )
 from ledger.core.mapper import decode
 from ledger.core.storage import INDEX_LOCK, LedgerStore, translate_errors
@@ -61,10 +61,8 @@ if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_REMOVALS = 1000
-_INDEXED = [
-    t.type_name
-    for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived, MemoryRestored)
-]
+_INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
+_INDEXED += [MemoryErased.type_name, MemoryRestored.type_name]
 _PENDING = (
     "SELECT h.head, EXISTS (SELECT 1 FROM events WHERE position > COALESCE(c.position, 0) AND position <= h.head"
     f" AND type IN ({', '.join('?' for _ in _INDEXED)})) FROM (SELECT MAX(position) AS head FROM events"
@@ -222,15 +220,17 @@ class SearchIndex:
 
     def _apply(self, cur: Any, rec: StoredRecord) -> int:
         """Apply one stored event to the index; 1 when it indexed a block."""
-        recorded = decode(rec)
+        recorded = decode(rec, self.store.cipher)
         event = recorded.event
         if isinstance(event, MemoryRemembered):
+            if recorded.meta.get("erased"):
+                return 0  # its text can no longer be read (erased): nothing to index
             self._insert(cur, event, origin_of(rec.position, recorded.meta, event))
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
-        elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryArchived):
-            self._remove(cur, [event.block_id])
+        elif isinstance(event, MemorySuperseded | MemoryForgotten | MemoryErased | MemoryArchived):
+            self._remove(cur, [event.block_id], erased=isinstance(event, MemoryErased))
         elif isinstance(event, MemoryRestored):
             self._remove(cur, [event.block_id])  # never twice in the index, whatever came before
             self._insert(cur, *self._remembered(event.block_id))
@@ -241,7 +241,7 @@ class SearchIndex:
         """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, and
         the block's provenance."""
         record = self.store.record_of(f"block:{block_id}", 1)
-        event = from_payload_json(record.type, record.schema_version, record.data_json) if record is not None else None
+        event = decode(record, self.store.cipher).event if record is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
         assert record is not None
@@ -318,13 +318,14 @@ class SearchIndex:
                 (event.block_id, event.content, tags_json, f"{event.content} {tags_text}", provenance.to_json(origin)),
             )
 
-    def _remove(self, cur: Any, block_ids: Sequence[str]) -> None:
-        """Delete archived blocks in one statement (FTS5 cannot index ``block_id``: one scan, not one per id)."""
+    def _remove(self, cur: Any, block_ids: Sequence[str], erased: bool = False) -> None:
+        """Delete archived blocks in one statement (FTS5 cannot index ``block_id``: one scan, not one per id); an
+        erased block's words must leave FTS5's segments too, so they are merged at once."""
         if self.dialect == "sqlite":
             cur.execute(
                 "DELETE FROM memory_fts WHERE block_id IN (SELECT value FROM json_each(?))", (json.dumps(block_ids),)
             )
-            if len(block_ids) >= OPTIMIZE_AFTER_REMOVALS:
+            if erased or len(block_ids) >= OPTIMIZE_AFTER_REMOVALS:
                 # FTS5 keeps deleted rows' postings until segments merge; after a large archive, queries would
                 # keep paying for them (p99 12 ms on 546 live rows at 100k before, 0.4 ms after).
                 cur.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")

@@ -23,7 +23,7 @@ from ledger.core.errors import SessionLocked
 from ledger.service import Actor, Ledger
 from tests.anchor_support import proof
 from tests.conftest import LedgerFactory
-from tests.e2e.test_session_ownership import ALICE, BLOCK_ID, MCP_CASES, OPERATOR, REST_CASES, world
+from tests.e2e.test_session_ownership import ALICE, BLOCK_ID, MCP_CASES, OPERATOR, REST_CASES, own_block, world
 from tests.mcp_support import call
 
 __all__ = ["world"]  # the fixture, shared with the ownership tests
@@ -60,7 +60,7 @@ async def test_a_locked_session_can_do_nothing_but_fail_the_gate_until_a_person_
             if name in WHILE_LOCKED:
                 continue
             for case in cases:
-                args = {k: ([BLOCK_ID] if v == ["<block>"] else v) for k, v in case.items()}
+                args = own_block(ledger, {k: ([BLOCK_ID] if v == ["<block>"] else v) for k, v in case.items()})
                 head = ledger.store.head()
                 result = await client.call_tool(name, {**args, "session_id": sid})
                 text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
@@ -142,7 +142,8 @@ def test_every_rest_route_that_writes_in_a_session_refuses_a_locked_one_with_409
     with TestClient(app) as http:
         sid = locked_session(ledger, project)
         # clock-out last: it ends the session, which every other route must meet still locked
-        for (method, _), (path, body) in sorted(REST_CASES.items(), key=lambda kv: "clock-out" in kv[1][0]):
+        for (method, _), case in sorted(REST_CASES.items(), key=lambda kv: "clock-out" in kv[1][0]):
+            path, body = own_block(ledger, case)
             in_body = {} if "{s}" in path else {"session_id": sid}
             head = ledger.store.head()
             response = http.request(method, path.format(s=sid), json={**body, **in_body}, headers=alice)

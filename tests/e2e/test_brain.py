@@ -16,7 +16,7 @@ from mcp import Client
 from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.core.events import MemoryRemembered, MemorySearched
-from ledger.memory.decisions import MAX_CONTENT_CHARS, block_id_for
+from ledger.memory.decisions import MAX_CONTENT_CHARS, normalise
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import rpc
@@ -52,6 +52,11 @@ def ask(http: httpx.Client, base: str, body: dict[str, Any], status: int = 200, 
     response = http.post(f"{base}/api/v1/memory", json=body, **kw)
     assert response.status_code == status, response.text
     return dict(response.json())
+
+
+def thought_id(ledger: Ledger, text: str) -> str:
+    """The id a thought of ``text`` gets in ``ledger`` (a keyed hash of its normalised text)."""
+    return ledger.kernel.block_id(normalise(text))
 
 
 def remembered(ledger: Ledger) -> list[Any]:
@@ -100,15 +105,15 @@ def test_the_seed_ac_b2_to_b6_pass_against_compliance_ledger_serve(
     assert queried["trace"]["thoughts_retrieved"] == len(queried["result"]["sources"])
     assert queried["trace"]["thoughts_contributed"] == 0 and queried["trace"]["prompt_kind"] == "too_short"
     assert contributed["trace"]["thoughts_contributed"] == 1
-    assert contributed["trace"]["thought_id"] == block_id_for(SEED_STATEMENT)
-    assert contributed["result"]["response"].startswith(f"Stored your thought {block_id_for(SEED_STATEMENT)}.")
+    assert contributed["trace"]["thought_id"] == thought_id(ledger, SEED_STATEMENT)
+    assert contributed["result"]["response"].startswith(f"Stored your thought {thought_id(ledger, SEED_STATEMENT)}.")
     assert options.status_code == 204
     assert options.headers["access-control-allow-origin"] == "*"
     assert "POST" in options.headers["access-control-allow-methods"]
     # The retrieval and the contribution are events of the calling agent, in real ledger sessions.
     query_session = ledger.session_state(queried["trace"]["session_id"])
     assert query_session.agent == "local" and query_session.role == "brain" and query_session.ended_at is None
-    [stored] = [r for r in remembered(ledger) if r.event.block_id == block_id_for(SEED_STATEMENT)]
+    [stored] = [r for r in remembered(ledger) if r.event.block_id == thought_id(ledger, SEED_STATEMENT)]
     assert stored.agent == "local" and stored.event.session_id == contributed["trace"]["session_id"]
     assert stored.event.tags == ["brain/thought"]
 
@@ -122,10 +127,10 @@ def test_over_http_the_answers_carry_the_session_and_thought_ids_and_continue_a_
         sid = first["trace"]["session_id"]
         second = call(http, base, "query_brain", {"prompt": "Who reviews a change?", "session_id": sid})
         stamp = call(http, base, "assert_compliance", {"session_id": sid})
-    assert first["trace"]["session_opened"] is True and first["trace"]["thought_id"] == block_id_for(ROLES)
+    assert first["trace"]["session_opened"] is True and first["trace"]["thought_id"] == thought_id(ledger, ROLES)
     assert ledger.session_state(sid).focus == "reviewing the workflow table"  # the context, as provenance
     assert second["trace"]["session_id"] == sid and second["trace"]["session_opened"] is False
-    assert [s["thought_id"] for s in second["result"]["sources"]] == [block_id_for(ROLES)]
+    assert [s["thought_id"] for s in second["result"]["sources"]] == [thought_id(ledger, ROLES)]
     assert second["result"]["sources"][0]["contributor"] == "local"
     assert stamp["status"] == "PASS"  # the brain query was a recorded memory search in that session
 
@@ -154,10 +159,10 @@ def test_contribute_to_brain_answers_with_the_seeds_texts_and_retrieves_when_it_
     assert answer["message"] == "Not stored (too short or interrogative). Still retrieved related thoughts:"
     assert json.loads(text.split("\n\n", 1)[1]) == answer
     assert answer["trace"]["contribution"] == "not_stored" and answer["trace"]["thought_id"] is None
-    assert [s["thought_id"] for s in answer["result"]["sources"]] == [block_id_for(ROLES)]  # it still retrieved
+    assert [s["thought_id"] for s in answer["result"]["sources"]] == [thought_id(ledger, ROLES)]  # it still retrieved
     assert after == before  # and stored nothing
     [search] = [r for r in searches(ledger) if r.event.session_id == answer["trace"]["session_id"]]
-    assert search.event.result_ids == [block_id_for(ROLES)]
+    assert search.event.result_ids == [thought_id(ledger, ROLES)]
 
 
 def test_contribute_to_brain_refuses_a_prompt_under_the_seeds_minimum_and_records_nothing(
@@ -196,13 +201,13 @@ def test_a_thought_keeps_its_context_as_provenance_shown_with_it_in_search_resul
     [plain_rec] = [r for r in remembered(ledger) if r.event.block_id == plain["trace"]["thought_id"]]
     assert plain_rec.event.context is None
     for answer in (found, over_rest):
-        [source] = [s for s in answer["result"]["sources"] if s["thought_id"] == block_id_for(ROLES)]
+        [source] = [s for s in answer["result"]["sources"] if s["thought_id"] == thought_id(ledger, ROLES)]
         assert source["context"] == context and source["contributor"] == "local"
     # The provenance survives a restart: a new ledger on the same database folds it from the log.
     # ... and with the thought itself: its history (memory show, GET /memory/blocks/{id}) shows the stored context.
-    assert ledger.memory_block(block_id_for(ROLES)).history[0].detail["context"] == context
+    assert ledger.memory_block(thought_id(ledger, ROLES)).history[0].detail["context"] == context
     answer = make_ledger().brain.ask(Actor("carol", "mcp"), "role separation reviewers")
-    assert [s.context for s in answer.result.sources if s.thought_id == block_id_for(ROLES)] == [context]
+    assert [s.context for s in answer.result.sources if s.thought_id == thought_id(ledger, ROLES)] == [context]
 
 
 # --- CORS ---------------------------------------------------------------------------------------------------------
@@ -339,18 +344,18 @@ def test_a_declarative_statement_is_stored_with_its_contributor_and_found_by_oth
     trace = stored["trace"]
     assert trace["agent_id"] == "alice" and trace["agent_name"] == "Alice A." and trace["agent_id_ignored"] is False
     assert trace["thoughts_contributed"] == 1 and trace["contribution_threshold_met"] is True
-    assert trace["contribution"] == "stored" and trace["thought_id"] == block_id_for(ROLES)
+    assert trace["contribution"] == "stored" and trace["thought_id"] == thought_id(ledger, ROLES)
     session = ledger.session_state(trace["session_id"])
     assert session.agent == "alice" and session.role == "brain" and session.ended_at is None
     [rec] = [r for r in remembered(ledger) if r.event.block_id == trace["thought_id"]]
     assert rec.agent == "alice" and rec.event.content == ROLES and rec.event.category == "thought"
     assert found["trace"]["agent_id"] == "bob" and found["trace"]["thoughts_contributed"] == 0
     assert found["trace"]["prompt_kind"] == "question"
-    [source] = [s for s in found["result"]["sources"] if s["thought_id"] == block_id_for(ROLES)]
+    [source] = [s for s in found["result"]["sources"] if s["thought_id"] == thought_id(ledger, ROLES)]
     assert source["contributor"] == "alice" and source["content"] == ROLES
     assert found["result"]["response"].startswith("Found ")
     [search] = [r for r in searches(ledger) if r.event.session_id == found["trace"]["session_id"]]
-    assert search.agent == "bob" and block_id_for(ROLES) in search.event.result_ids
+    assert search.agent == "bob" and thought_id(ledger, ROLES) in search.event.result_ids
 
 
 @pytest.mark.parametrize(
@@ -410,7 +415,7 @@ def test_highways_appear_after_3_retrievals_by_2_agents(make_ledger: LedgerFacto
         ]
         alone = [ask(http, base, {"prompt": "bench baseline ratios"}, headers=alice) for _ in range(4)]
         health = http.get(f"{base}/api/v1/health")
-    thought = block_id_for(ROLES)
+    thought = thought_id(ledger, ROLES)
     assert [a["result"]["highways_nearby"] for a in answers[:2]] == [[], []]
     [highway] = answers[2]["result"]["highways_nearby"]
     assert highway == {"thought_id": thought, "content": ROLES, "retrievals": 3, "agents": 2}
@@ -419,7 +424,9 @@ def test_highways_appear_after_3_retrievals_by_2_agents(make_ledger: LedgerFacto
     assert "is a highway" in answers[2]["result"]["response"]
     # Retrieved 4 times, but by one agent only: not a highway.
     assert alone[-1]["result"]["highways_nearby"] == []
-    assert [s["retrievals"] for s in alone[-1]["result"]["sources"] if s["thought_id"] == block_id_for(lonely)] == [4]
+    assert [
+        s["retrievals"] for s in alone[-1]["result"]["sources"] if s["thought_id"] == thought_id(ledger, lonely)
+    ] == [4]
     assert health.status_code == 200 and health.json()["highways"] == 1
 
 

@@ -23,7 +23,7 @@ from api.cli import app
 from api.mcp.server import build_mcp
 from api.settings import Settings
 from ledger.core.events import MemoryRemembered
-from ledger.memory.decisions import block_id_for
+from ledger.memory.decisions import normalise
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.e2e.test_http import rpc
@@ -37,7 +37,7 @@ MCP_NOTE = "The ledger runs PostgreSQL in production and SQLite on laptops."
 REST_CONTEXT = "preparing the quarterly audit of the receipts"
 MCP_CONTEXT = "reviewing how snapshots are restored after a crash"
 QUERY = "ledger"
-IDS = {block_id_for(t) for t in (REST_THOUGHT, MCP_THOUGHT, MCP_NOTE)}
+IDS: set[str] = set()  # the three blocks' ids in the test's ledger (keyed per ledger), set by the test
 
 
 @pytest.fixture
@@ -59,6 +59,10 @@ def recorded(ledger: Ledger) -> dict[str, dict[str, Any]]:
     return out
 
 
+def block_id(ledger: Ledger, text: str) -> str:
+    return ledger.kernel.block_id(normalise(text))
+
+
 def by_id(blocks: list[dict[str, Any]], key: str = "block_id") -> dict[str, dict[str, Any]]:
     return {b[key]: b["provenance"] for b in blocks if b[key] in IDS}
 
@@ -74,6 +78,8 @@ async def test_every_read_of_a_block_carries_the_same_recorded_provenance_on_mcp
     make_ledger: LedgerFactory, db_url: str, tmp_path: Path
 ) -> None:
     ledger = make_ledger(db_url)
+    IDS.clear()
+    IDS.update(block_id(ledger, t) for t in (REST_THOUGHT, MCP_THOUGHT, MCP_NOTE))
     alice, bob = ({"Authorization": f"Bearer {ledger.issue_api_key(OPERATOR, a).api_key}"} for a in ("alice", "bob"))
     reads: dict[str, dict[str, dict[str, Any]]] = {}
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
@@ -130,7 +136,7 @@ async def test_every_read_of_a_block_carries_the_same_recorded_provenance_on_mcp
     for read, seen in reads.items():
         assert seen == truth, read  # every block, every read: the recorded provenance, field for field
 
-    rest_thought, mcp_thought, note = (truth[block_id_for(t)] for t in (REST_THOUGHT, MCP_THOUGHT, MCP_NOTE))
+    rest_thought, mcp_thought, note = (truth[block_id(ledger, t)] for t in (REST_THOUGHT, MCP_THOUGHT, MCP_NOTE))
     assert rest_thought["agent"] == "alice" and rest_thought["context"] == REST_CONTEXT  # not mallory
     assert rest_thought["session_id"] == contributed["trace"]["session_id"]
     assert mcp_thought["agent"] == "carol" and mcp_thought["context"] == MCP_CONTEXT
@@ -142,7 +148,7 @@ async def test_every_read_of_a_block_carries_the_same_recorded_provenance_on_mcp
         assert all(s["context"] == s["provenance"]["context"] for s in sources)
 
     shown = CliRunner().invoke(
-        app, ["--home", str(tmp_path), "--db", db_url, "memory", "show", block_id_for(REST_THOUGHT)]
+        app, ["--home", str(tmp_path), "--db", db_url, "memory", "show", block_id(ledger, REST_THOUGHT)]
     )
     printed = " ".join(shown.output.split())  # the table may wrap a long value
     assert shown.exit_code == 0, shown.output

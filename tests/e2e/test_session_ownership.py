@@ -8,6 +8,7 @@ document for every route that writes in a session.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,15 @@ SUMMARY = "Implemented the refresh endpoint and its rotation. Tested expiry and 
 STATEMENT = "Session ownership is checked once, in the service layer, before anything is appended to the log."
 UNKNOWN = "ses_" + "0" * 20
 BLOCK = "A block alice can rate after she used it."
-BLOCK_ID = memory.block_id_for(BLOCK)
+BLOCK_ID = "blk_alices_rated_block"  # stands for the block's id, which is keyed per ledger: see own_block
+
+
+def own_block(ledger: Ledger, value: Any) -> Any:
+    """``value`` (arguments, a path and body) with :data:`BLOCK_ID` replaced by the id ``BLOCK`` has in
+    ``ledger``."""
+    return json.loads(json.dumps(value).replace(BLOCK_ID, ledger.kernel.block_id(memory.normalise(BLOCK))))
+
+
 DESCRIPTION = "A subtask created to prove that the arguments are valid."
 
 # Minimal valid arguments of every MCP tool that takes a session_id (the session is added per call). A tool that
@@ -113,7 +122,7 @@ async def test_every_mcp_tool_that_takes_a_session_refuses_one_the_caller_does_n
         assert with_session == set(MCP_CASES), "list minimal arguments for every tool that takes a session_id"
         for name, cases in MCP_CASES.items():
             for case in cases:
-                args = {k: ([BLOCK_ID] if v == ["<block>"] else v) for k, v in case.items()}
+                args = own_block(ledger, {k: ([BLOCK_ID] if v == ["<block>"] else v) for k, v in case.items()})
                 for sid, problem in _refusals(ledger, project):
                     head = ledger.store.head()
                     result = await client.call_tool(name, {**args, "session_id": sid})
@@ -161,7 +170,10 @@ REST_CASES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     ("post", "/tasks/{task_id}/transitions"): ("/tasks/t-1/transitions", {"to_status": "active"}),
     ("post", "/api/v1/memory"): ("/api/v1/memory", {"prompt": STATEMENT}),
 }
-ADMIN_ROUTES = {("post", "/admin/sessions/{session_id}/anchor/unlock")}  # a person acts on any agent's session
+ADMIN_ROUTES = {  # a person acts on any agent's session
+    ("post", "/admin/sessions/{session_id}/anchor/unlock"),
+    ("post", "/sessions/{session_id}/erase"),
+}
 
 
 def _session_routes(openapi: dict[str, Any]) -> set[tuple[str, str]]:
@@ -196,7 +208,7 @@ def test_every_rest_route_that_writes_in_a_session_refuses_another_agents_with_4
                 ("not-a-session", 422, "is not a session id"),
                 (_own_session(ledger, project, closed=True), 409, "has been clocked out"),
             ]:
-                method, (path, body) = key[0], REST_CASES[key]
+                method, (path, body) = key[0], own_block(ledger, REST_CASES[key])
                 in_body = {} if "{s}" in path else {"session_id": sid}
                 head = ledger.store.head()
                 response = http.request(method, path.format(s=sid), json={**body, **in_body}, headers=alice)

@@ -170,7 +170,7 @@ def test_follow_keeps_state_and_names_a_fork_after_a_rewrite(
 
     # An insider with the database and the key files rewrites history, reseals it, drops the kept checkpoints and
     # signs the forged tree: the ledger now serves a validly signed checkpoint of another log.
-    insider_rewrite(ledger, "note 0", "note Z")
+    insider_rewrite(ledger, '"note-0"', '"note-z"')
     with ledger.store.engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM tlog_checkpoints")
     size = ledger.store.tree_size()
@@ -194,7 +194,7 @@ def test_verify_takes_a_note_file_and_names_it_when_the_log_no_longer_holds_it(
     code, printed, said = cli(tmp_path, db_url, "verify", "--checkpoint", str(kept))
     assert code == 0 and "tree checkpoints: 1 of 1 held" in printed, said
     disable_chain_triggers(ledger.store)
-    rewrite_from(ledger.store, holding(ledger, "note 1"), "note 1", "note Q")
+    rewrite_from(ledger.store, holding(ledger, '"note-1"'), '"note-1"', '"note-q"')
     code, printed, said = cli(tmp_path, db_url, "verify", "--checkpoint", str(kept))
     assert code == 1 and str(kept) in said and "rewritten" in said
 

@@ -90,7 +90,7 @@ def test_after_an_insider_rewrite_the_witness_refuses_and_the_ledger_fails_loudl
         assert cosigned.cosigned_by == ("witness.example/w1",)
         # The operator (the database and the key files) rewrites history and drops what the ledger kept of its
         # checkpoints: the ledger signs the forged tree, but the witness remembers the size it cosigned.
-        insider_rewrite(ledger, "note 1", "note R")
+        insider_rewrite(ledger, '"note-1"', '"note-r"')
         with ledger.store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM tlog_checkpoints")
         grow(ledger, 1, "after")

@@ -47,7 +47,9 @@ def test_verify_passes_on_an_intact_chain_and_names_the_first_altered_position(
             conn.exec_driver_sql("DROP TRIGGER events_reject_update")
         else:
             conn.exec_driver_sql("DROP TRIGGER events_reject_change ON events")
-        conn.exec_driver_sql(f"UPDATE events SET data = replace(data, 'memory', 'MEMORY') WHERE position = {victim}")
+        conn.exec_driver_sql(
+            f"UPDATE events SET data = replace(data, 'knowledge', 'KNOWLEDGE') WHERE position = {victim}"
+        )
     code, _, err = cli(tmp_path, db_url, "verify")
     assert ok[0] == 0 and "chain intact" in ok[1]
     assert code == 1

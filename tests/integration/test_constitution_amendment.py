@@ -15,7 +15,7 @@ from api.cli import app
 from api.mcp.server import build_mcp
 from ledger.core.errors import Forbidden
 from ledger.memory.constitution import CONSTITUTION, CONSTITUTIONAL_TAG
-from ledger.memory.decisions import block_id_for
+from ledger.memory.decisions import block_id_for, normalise
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 
@@ -60,7 +60,7 @@ def test_init_accepts_seed_as_the_seed_writes_it(make_ledger: LedgerFactory, tmp
     assert live_constitution(ledger) == SHIPPED
     assert [
         b.block_id for b in ledger.memory_blocks(tag="self/context").blocks if CONSTITUTIONAL_TAG not in b.tags
-    ] == [block_id_for("I am a trading assistant")]
+    ] == [ledger.kernel.block_id(normalise("I am a trading assistant"))]
 
 
 def test_a_person_archives_replaces_and_restores_a_constitutional_block_recorded_as_events(
@@ -72,7 +72,7 @@ def test_a_person_archives_replaces_and_restores_a_constitutional_block_recorded
     economy, care = block_id_for(ECONOMY), block_id_for(CARE)
     replaced = cli(tmp_path, db_url, "memory", "supersede", economy, AMENDED)
     archived = cli(tmp_path, db_url, "memory", "archive", care, "--reason", "amended: folded into Economy")
-    amended = block_id_for(AMENDED)
+    amended = ledger.kernel.block_id(normalise(AMENDED))
     assert replaced[0] == 0 and f"{economy} superseded by {amended}" in replaced[1]
     assert archived[0] == 0 and f"{care} archived at position" in archived[1]
     # The replacement is constitutional (it keeps the tags); the replaced and the archived block left the
@@ -148,12 +148,12 @@ def test_init_force_regenerates_the_constitution_and_a_second_run_changes_nothin
         [
             ("MemoryRestored", economy, "operator"),
             ("MemoryRestored", curiosity, "operator"),
-            ("MemoryArchived", block_id_for(AMENDED), "operator"),
+            ("MemoryArchived", ledger.kernel.block_id(normalise(AMENDED)), "operator"),
             ("MemoryArchived", extra, "operator"),
         ]
     )
     assert economy in found(ledger, "Nature wastes nothing")
-    assert block_id_for(AMENDED) not in found(ledger, "least force problem")
+    assert ledger.kernel.block_id(normalise(AMENDED)) not in found(ledger, "least force problem")
     head = ledger.store.head()
     code, again = cli(tmp_path, db_url, "init", "--force")
     assert code == 0 and "0 restored, 0 amendment(s) archived, 0 created, 10 unchanged" in again

@@ -154,7 +154,7 @@ COMMANDS: dict[str, Callable[[Ledger, str], object]] = {
     "setup_memory": lambda led, sid: led.setup_memory(AUDITOR, identity="I audit"),
     "recall": lambda led, sid: led.recall(AUDITOR, "ledger", "attention", 5, None),
     "curate": lambda led, sid: led.curate(AUDITOR),
-    "outcome": lambda led, sid: led.outcome(AUDITOR, [memory.block_id_for(KNOWN)], 1.0, None, None),
+    "outcome": lambda led, sid: led.outcome(AUDITOR, [led.kernel.block_id(memory.normalise(KNOWN))], 1.0, None, None),
     "task_create": lambda led, sid: led.task_create(AUDITOR, "audit-1", "Audit"),
     "task_update_dna": lambda led, sid: led.task_update_dna(AUDITOR, "t-1", {"pdsa_ref": "https://x.example"}),
     "task_transition": lambda led, sid: led.task_transition(AUDITOR, "t-1", "cancelled", sid),

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from ledger.memory.constitution import CONSTITUTION
-from ledger.memory.decisions import block_id_for
+from ledger.memory.decisions import block_id_for, normalise
 from ledger.service import Actor
 from tests.conftest import LedgerFactory
 from tests.memory_support import T0, aged
@@ -140,7 +140,7 @@ def test_memory_supersede_and_forget_from_the_console(make_ledger: LedgerFactory
     url = str(ledger.store.engine.url)
     old = ledger.remember(WHO, "Backups run weekly.", ["project/ops"]).block_id
     code, said, _ = cli(tmp_path, url, "memory", "supersede", old, "Backups run daily at 03:00.")
-    new = block_id_for("Backups run daily at 03:00.")
+    new = ledger.kernel.block_id(normalise("Backups run daily at 03:00."))
     forgot, json_out, _ = cli(tmp_path, url, "memory", "forget", new, "--reason", "test data", "--json")
     missing, _, err = cli(tmp_path, url, "memory", "forget", new, "--reason", "again")
     assert code == 0 and f"{old} superseded by {new}" in said

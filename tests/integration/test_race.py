@@ -185,7 +185,7 @@ def test_two_processes_remembering_the_same_content_create_exactly_one_block(
         outcomes = racers.call("remember", content)
 
         assert sorted(outcomes) == ["created", "duplicate_rejected"], f"round {round_no}: {outcomes}"
-        stream = parent.store.load_stream(memory.stream_for(memory.block_id_for(content))).events
+        stream = parent.store.load_stream(memory.stream_for(parent.kernel.block_id(memory.normalise(content)))).events
         assert [type(r.event) for r in stream] == [MemoryRemembered, MemoryDuplicateRejected], f"round {round_no}"
     sid = parent.clock_in(RACER, "dev").session_id
     hits = parent.search(RACER, sid, "racers remember note", limit=100).results

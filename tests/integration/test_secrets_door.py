@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from api.cli import app
 from ledger.core.errors import SecretInText
 from ledger.core.events import MemoryRemembered, MemorySearched, TaskWorkRecorded
-from ledger.memory.decisions import block_id_for
+from ledger.memory.decisions import normalise
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
 from tests.secret_samples import BENIGN, SAMPLES, Sample, leaked_into_dump, leaked_into_files
@@ -91,11 +91,13 @@ def test_each_kind_is_refused_everywhere_and_left_in_no_file(
 
 
 def test_off_stores_the_credential_and_the_checks_find_it(
-    make_ledger: LedgerFactory, db_url: str, tmp_path: Path
+    make_ledger: LedgerFactory, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The control of the test above: with the scan off the credential is appended, and the very checks that found
-    nothing there find it in the database's files (SQLite) and in the schema's dump (PostgreSQL)."""
+    """The control of the test above: with the scan off (and free text stored in the clear, as before encryption)
+    the credential is appended, and the very checks that found nothing there find it in the database's files
+    (SQLite) and in the schema's dump (PostgreSQL)."""
     ledger = make_ledger(db_url, secret_scan="off")
+    monkeypatch.setattr(ledger.kernel.keys, "seal", lambda *args: False)
     sid = ledger.clock_in(ALICE, "dev").session_id
     for sample in SAMPLES:
         assert ledger.remember(ALICE, sample.text, ["ops"], sid).status == "created"
@@ -117,7 +119,8 @@ def test_redact_stores_the_placeholder_in_every_kind_of_text(
         placeholder = f"[REDACTED:{sample.kind}]"
         block = ledger.memory_block(stored.block_id).block
         assert placeholder in block.content and sample.needle not in block.content
-        assert stored.block_id == block_id_for(block.content)  # the id is the stored text's, not the credential's
+        # the id is the stored text's, not the credential's
+        assert stored.block_id == ledger.kernel.block_id(normalise(block.content))
         ledger.search(ALICE, sid, sample.text)
         ledger.manage_task(ALICE, "update", {"task_id": "t-1", "work_notes": sample.text, **UPDATE}, sid)
     queries = [e.event.query for e in ledger.store.iter_events(types=[MemorySearched.type_name])]

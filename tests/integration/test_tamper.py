@@ -215,7 +215,7 @@ def test_verify_reports_an_emptied_table(ledger: Ledger) -> None:
 def busy_ledger(ledger: Ledger, n: int = 6) -> str:
     sid = ledger.clock_in(ALICE, "dev").session_id
     for i in range(n):
-        ledger.remember(ALICE, f"what alice learned, note {i}", [], sid)
+        ledger.remember(ALICE, f"what alice learned, note {i}", ["alice"], sid)  # the tag is stored in the clear
     return sid
 
 
@@ -274,7 +274,7 @@ def test_a_checkpoint_kept_elsewhere_reveals_what_the_chain_alone_cannot(ledger:
         truncate_tail(ledger.store, p - 3)
         busy_ledger(ledger, 4)  # the log grows back past the checkpoint, with other events
     elif tamper == "rewrite_and_rehash":
-        rewrite_from(ledger.store, p - 4, "what alice learned", "what mallory wrote")
+        rewrite_from(ledger.store, p - 4, '"tags":["alice"]', '"tags":["mallory"]')
     else:
         raw(ledger.store, "DELETE FROM events")
 

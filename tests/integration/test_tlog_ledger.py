@@ -21,7 +21,8 @@ ALICE = Actor("alice", "mcp")
 def grow(ledger: Ledger, n: int, word: str = "note") -> None:
     sid = ledger.clock_in(ALICE, "dev").session_id
     for i in range(n):
-        ledger.remember(ALICE, f"what alice learned, {word} {i}", [], sid)
+        # the tag, a label, is stored in the clear (the text is encrypted): an insider's rewrite can find it
+        ledger.remember(ALICE, f"what alice learned, {word} {i}", [f"{word}-{i}"], sid)
 
 
 def opened(ledger: Ledger, text: str) -> note.Checkpoint:
@@ -172,7 +173,7 @@ def test_a_rewrite_rehashed_to_the_end_cannot_hide_from_a_kept_checkpoint(ledger
     assert [f.problem for f in ledger.check_checkpoint_notes([("kept.note", kept.note)])] == [None]
     # an insider rewrites event 5, re-hashes the chain after it, appends two rows of its own, authenticates them
     # all and rebuilds the stored tree to match: everything an attacker with the database and the key files can do
-    insider_rewrite(ledger, "note 2", "note X", append=2, sid=sid)
+    insider_rewrite(ledger, '"note-2"', '"note-x"', append=2, sid=sid)
     assert ledger.verify().ok  # the ledger itself sees nothing wrong
     size = ledger.store.tree_size()
     assert size == old.size + 2

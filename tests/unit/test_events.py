@@ -67,6 +67,8 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.MemoryOutcomeRecorded(block_ids=["blk_1", "blk_3"], signal=0.15, session_id="ses_1", note="it misled me"),
     ev.MemorySuperseded(block_id="blk_1", by_block_id="blk_4", session_id="ses_1"),
     ev.MemoryForgotten(block_id="blk_3", reason="personal data: erasure request"),
+    ev.MemoryErased(block_id="blk_3", reason="erasure request #12", key_ids=["0f" * 16], plaintext_in_log=False),
+    ev.SessionErased(session_id="ses_1", reason="erasure request #12", key_ids=["1e" * 16], plaintext_events=2),
     ev.MemoryArchived(block_id="blk_2", reason="amended: folded into Economy"),
     ev.MemoryRestored(block_id="blk_2", reason="init --force: the constitution regenerated"),
     ev.MemoryLinked(block_id="blk_1", candidate_id="blk_4", similarity=0.93, method="cosine", session_id="ses_1"),

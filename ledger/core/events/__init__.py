@@ -34,6 +34,7 @@ from ledger.core.events.memory import (
     MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
+    MemoryErased,
     MemoryForgotten,
     MemoryLinked,
     MemoryOutcomeRecorded,
@@ -58,6 +59,7 @@ from ledger.core.events.sessions import (
     ComplianceStamped,
     RefusalReason,
     SessionEnded,
+    SessionErased,
     SessionStarted,
 )
 from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
@@ -83,6 +85,7 @@ __all__ = [
     "MemoryArchived",
     "MemoryCurated",
     "MemoryDuplicateRejected",
+    "MemoryErased",
     "MemoryForgotten",
     "MemoryLinked",
     "MemoryOutcomeRecorded",
@@ -96,6 +99,7 @@ __all__ = [
     "RefusalReason",
     "RowKeyBound",
     "SessionEnded",
+    "SessionErased",
     "SessionStarted",
     "SigningKeyBound",
     "StopHookDecided",

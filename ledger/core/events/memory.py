@@ -2,6 +2,8 @@
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from ledger.core.events.base import DomainEvent, Texts, Timestamp
 
 
@@ -124,6 +126,21 @@ class MemoryForgotten(DomainEvent):
     texts: ClassVar[Texts] = Texts(free=("reason",), ledger=("block_id",))
     block_id: str
     reason: str
+
+
+class MemoryErased(DomainEvent):
+    """An administrator erased a block (a person's right to erasure, a leaked credential): it leaves every read
+    model as a forgotten block does, and the data keys its text was encrypted under (``key_ids``) were destroyed,
+    so the text in the log can no longer be read. ``plaintext_in_log``: the block was written before encryption,
+    so its text stays in the log's bytes (derived copies were purged). The event holds no erased text: its
+    ``reason`` stays readable (a label, scanned for credentials) and must name no personal data."""
+
+    type_name: ClassVar[str] = "MemoryErased"
+    texts: ClassVar[Texts] = Texts(labels=("reason",), ledger=("block_id", "key_ids"))
+    block_id: str
+    reason: str
+    key_ids: list[str] = Field(default_factory=list)
+    plaintext_in_log: bool = False
 
 
 class MemoryArchived(DomainEvent):

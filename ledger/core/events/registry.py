@@ -21,6 +21,7 @@ from ledger.core.events.memory import (
     MemoryArchived,
     MemoryCurated,
     MemoryDuplicateRejected,
+    MemoryErased,
     MemoryForgotten,
     MemoryLinked,
     MemoryOutcomeRecorded,
@@ -30,7 +31,13 @@ from ledger.core.events.memory import (
     MemorySearched,
     MemorySuperseded,
 )
-from ledger.core.events.sessions import ComplianceRefused, ComplianceStamped, SessionEnded, SessionStarted
+from ledger.core.events.sessions import (
+    ComplianceRefused,
+    ComplianceStamped,
+    SessionEnded,
+    SessionErased,
+    SessionStarted,
+)
 from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
 
 VOCABULARY: tuple[type[DomainEvent], ...] = (
@@ -41,6 +48,7 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     ApiKeyRevoked,
     SessionStarted,
     SessionEnded,
+    SessionErased,
     MemoryRemembered,
     MemoryDuplicateRejected,
     MemorySearched,
@@ -49,6 +57,7 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     MemoryOutcomeRecorded,
     MemorySuperseded,
     MemoryForgotten,
+    MemoryErased,
     MemoryArchived,
     MemoryRestored,
     MemoryLinked,

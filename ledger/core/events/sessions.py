@@ -2,6 +2,8 @@
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from ledger.core.events.base import DomainEvent, Texts
 
 
@@ -66,3 +68,17 @@ class ComplianceRefused(DomainEvent):
     reason: RefusalReason
     message: str
     request_id: str | None = None
+
+
+class SessionErased(DomainEvent):
+    """An administrator erased a session's free text (its focus, search and recall queries, proofs, notes): the
+    data keys it was encrypted under (``key_ids``) were destroyed and derived copies purged. ``plaintext_events``
+    counts the session's events written before encryption, whose text stays in the log's bytes. The ``reason``
+    stays readable (a label) and must name no personal data."""
+
+    type_name: ClassVar[str] = "SessionErased"
+    texts: ClassVar[Texts] = Texts(labels=("reason",), ledger=("session_id", "key_ids"))
+    session_id: str
+    reason: str
+    key_ids: list[str] = Field(default_factory=list)
+    plaintext_events: int = 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sqlalchemy.engine import Engine
 
@@ -26,11 +26,19 @@ from ledger.core.storage.reads import StreamState
 from ledger.core.storage.schema import APPEND_LOCK
 from ledger.core.storage.store import Probe
 
+if TYPE_CHECKING:
+    from ledger.core.data_keys import DataKeys
+
 
 @runtime_checkable
 class EventStore(Protocol):
     """An append-only log of events: gapless 1-based positions in commit order, 1-based versions per stream, a hash
-    chain (:mod:`ledger.core.chain`) and ``recorded_at`` that never goes backwards in position order."""
+    chain (:mod:`ledger.core.chain`) and ``recorded_at`` that never goes backwards in position order.
+
+    ``cipher``, set by the kernel, is the key service of free text (:mod:`ledger.core.data_keys`): an append seals
+    each event's free text under its stream's data key, every read that decodes opens it."""
+
+    cipher: DataKeys | None
 
     def append(
         self, stream: str, expected_version: int, events: Sequence[DomainEvent], meta: dict[str, Any]

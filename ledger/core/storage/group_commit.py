@@ -13,11 +13,12 @@ from types import MappingProxyType
 from typing import Any
 
 from ledger.core import clock as _clock
+from ledger.core import data_keys
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, chain_rows
 from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
-from ledger.core.mapper import encode, encode_meta
+from ledger.core.mapper import encode_all, encode_meta
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
@@ -131,7 +132,11 @@ class GroupCommit(StoreTree):
                 "open the ledger with its receipt key file (LEDGER_KEY_FILE)",
             )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
-        pending = _Pending(stream, expected_version, events, [encode(e) for e in events], meta, encode_meta(meta))
+        # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys); the metadata says so.
+        encoded, sealed = encode_all(events, stream, self.cipher)
+        if sealed:
+            meta = {**meta, "enc": data_keys.VERSION}
+        pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta))
         with self._mutex:
             self._queue.append(pending)
             lead = not self._leading

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
@@ -24,11 +24,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 
 from ledger.core import clock as _clock
+from ledger.core import data_keys
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
 from ledger.core.errors import ConcurrencyError, InvalidInput
 from ledger.core.events import DomainEvent, RecordedEvent
-from ledger.core.mapper import _meta, decode, encode, encode_meta
+from ledger.core.mapper import _meta, decode, encode_all, encode_meta
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.reads import StreamState
@@ -36,6 +37,9 @@ from ledger.core.storage.schema import APPEND_LOCK
 from ledger.core.storage.store import Probe
 from ledger.core.storage.tree import EMPTY, Tree, _whole
 from ledger.core.tlog import merkle
+
+if TYPE_CHECKING:
+    from ledger.core.data_keys import DataKeys
 
 # The read models' catch-up probes are single SQL statements over ``events`` (position, type): the side tables
 # carry that much of the log, written in the append, and nothing else of it.
@@ -116,6 +120,7 @@ class MemoryStore:
         """``row_key`` is only named by the ledger's ``RowKeyBound`` event (no row carries an authenticator)."""
         self._clock = clock
         self.row_key = row_key
+        self.cipher: DataKeys | None = None  # set by the kernel: free text sealed on append, opened on read
         # One lock for the log and its side tables: an append writes both, a catch-up reads the log in a write
         # transaction of the side tables, and two locks taken in both orders would deadlock.
         self._lock = threading.RLock()
@@ -154,7 +159,10 @@ class MemoryStore:
         """Append ``events`` to ``stream`` if it is still at ``expected_version``; all or nothing."""
         if not events:
             return []
-        encoded = [encode(e) for e in events]  # refuses what the SQL store refuses before it writes
+        # refuses what the SQL store refuses before it writes; free text sealed under the stream's data key
+        encoded, sealed = encode_all(events, stream, self.cipher)
+        if sealed:
+            meta = {**meta, "enc": data_keys.VERSION}
         meta_json = encode_meta(meta)
         with self._lock:
             actual = len(self._streams.get(stream, ()))
@@ -196,7 +204,7 @@ class MemoryStore:
         with self._lock:
             positions = self._streams.get(stream, [])[max(after_version, 0) :]
             records = [self._records[p - 1] for p in positions]
-        events = [decode(r) for r in records]
+        events = [decode(r, self.cipher) for r in records]
         return StreamState(stream, events[-1].version if events else after_version, events)
 
     def get(self, position: int) -> StoredRecord | None:
@@ -265,7 +273,7 @@ class MemoryStore:
         batch_size: int = 5000,
     ) -> Iterator[RecordedEvent]:
         for rec in self.iter_records(after, until, stream=stream, types=types, agent=agent, batch_size=batch_size):
-            yield decode(rec)
+            yield decode(rec, self.cipher)
 
     def chain_hashes(self, until: int, batch_size: int = 20_000) -> Iterator[tuple[int, str]]:
         for rec in self.iter_records(0, until, batch_size=batch_size):

@@ -7,7 +7,7 @@ import datetime as _dt
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.core.canonical import format_ts
 from ledger.core.chain import GENESIS_HASH, StoredRecord
@@ -16,6 +16,9 @@ from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.schema import _COLUMNS, _META_AGENT, MAC_OF_ROW, authenticated
+
+if TYPE_CHECKING:
+    from ledger.core.data_keys import DataKeys
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +32,9 @@ class StreamState:
 
 class StoreReads(StoreConnection):
     """The read side of :class:`~ledger.core.storage.store.SqlEventStore`: every read sees only rows on the chain's
-    positions."""
+    positions. ``cipher`` (set by the kernel) decrypts free text on read and encrypts it on append."""
+
+    cipher: DataKeys | None = None
 
     def _select(
         self, conditions: str = "", params: Sequence[Any] = (), order: str = "position", limit: int | None = None
@@ -84,7 +89,7 @@ class StoreReads(StoreConnection):
     def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
         """Load the events of ``stream`` after ``after_version`` for a decision, with the stream's version."""
         records = self._select("stream = ? AND version > ?", (stream, after_version), order="version")
-        events = [decode(r) for r in records]
+        events = [decode(r, self.cipher) for r in records]
         return StreamState(stream, events[-1].version if events else after_version, events)
 
     def get(self, position: int) -> StoredRecord | None:
@@ -163,7 +168,11 @@ class StoreReads(StoreConnection):
         Reads only the columns an event needs and decodes each row as it is (no ``StoredRecord`` between; the
         authenticator, checked, rides along as a last column ``decode_row`` ignores)."""
         for page in self._pages(ROW_COLUMNS, after, until, stream, types, agent, batch_size, hash_at=9, content=True):
-            yield from itertools.starmap(decode_row, page)
+            if self.cipher is None:
+                yield from itertools.starmap(decode_row, page)
+            else:
+                cipher = self.cipher
+                yield from (decode_row(*row, cipher=cipher) for row in page)
 
     def _pages(
         self,

@@ -1,0 +1,292 @@
+"""Free text encrypted under per-subject data keys, so that destroying a key erases the text (crypto-shredding)
+while the hash chain, the row authenticators and the transparency-log tree, which hash the stored ciphertext, keep
+verifying.
+
+**What is encrypted.** Every field an event class declares ``free`` in its inventory of text
+(:mod:`ledger.core.free_text`), as a whole JSON value. In the stored payload the field holds
+``{"enc": "v1", "kid": <key id>, "ct": <base64 of nonce + AES-256-GCM ciphertext of the value's canonical JSON>}``
+and the event's metadata carries ``"enc": "v1"``, so a plaintext event written before (whose caller-made dict
+could look like that) is never read as ciphertext. The associated data binds a ciphertext to its place:
+``clr-data-v1|<stream>|<type>|<subject>|<field>``.
+
+**Subjects and keys.** The subject is the stream the event is appended to: ``block:<id>`` for a block's content and
+context, ``session:<id>`` for a session's queries, focus and proofs, ``task:<id>`` for a task's notes and DNA. Each
+subject has a random 256-bit data key in the ``data_keys`` table (outside ``events``), wrapped with AES-256-GCM
+under the key-encryption key (associated data: subject and key id). The KEK is derived with HKDF-SHA256 from the
+receipt key's secret, so it lives in the receipt key file beside the signing key and never in the database.
+
+**Reads.** :meth:`DataKeys.open` decrypts a payload's fields; a field whose key was destroyed (erased) becomes an
+empty value of its kind (``[erased]`` for text, ``{}`` / ``[]``) and the record is marked unreadable, so folds still
+run and read models skip its text.
+
+**Destroying a key** deletes its row with SQLite's ``secure_delete`` on and checkpoints the WAL (``TRUNCATE``), or
+on PostgreSQL deletes it and vacuums the table; a process that read the key before keeps its cached copy in memory
+until it sees the erasure (documented limit; backups and PostgreSQL pages not yet reused are others).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from ledger.core.canonical import canonical_json, format_ts
+from ledger.core.clock import now
+from ledger.core.errors import LedgerError
+from ledger.core.storage.driver_errors import translate_errors
+
+VERSION = "v1"
+ERASED_TEXT = "[erased]"
+KEK_INFO = b"compliance-ledger data-key KEK v1"
+BLOCK_ID_INFO = b"compliance-ledger block id v1"
+_NONCE = 12
+
+
+def derive(secret: bytes, info: bytes) -> bytes:
+    """A 32-byte key derived from the receipt key's ``secret`` (HKDF-SHA256, no salt, ``info``)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(secret)
+
+
+def keyed_id(secret: bytes, text: str) -> str:
+    """HMAC-SHA256 of ``text`` under ``secret``, in hex: an id that does not confirm a guessed text."""
+    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def is_sealed(value: Any) -> bool:
+    """Whether ``value`` is an encrypted field value (in an event whose metadata says it holds some)."""
+    return isinstance(value, Mapping) and value.get("enc") == VERSION and "kid" in value and "ct" in value
+
+
+def _ad(stream: str, type_name: str, field: str) -> bytes:
+    return f"clr-data-{VERSION}|{stream}|{type_name}|{stream}|{field}".encode()
+
+
+_DDL = {
+    "sqlite": "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+    "wrapped BLOB NOT NULL, created_at TEXT NOT NULL)",
+    "postgresql": "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+    "wrapped BYTEA NOT NULL, created_at TEXT NOT NULL)",
+}
+_INDEX = "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)"
+
+
+class DataKeys:
+    """The one key service: data keys by subject (created on first use), encryption of an event's free fields on
+    append, decryption on read, and the destruction of a subject's keys."""
+
+    def __init__(self, engine: Engine, receipt_secret: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._kek = AESGCM(derive(receipt_secret, KEK_INFO))
+        self.block_secret = derive(receipt_secret, BLOCK_ID_INFO)
+        self._lock = threading.Lock()
+        self._by_subject: dict[str, tuple[str, Any]] = {}  # subject -> (kid, AESGCM) used to encrypt
+        self._by_kid: dict[str, Any] = {}  # kid -> AESGCM
+        self._gone: set[str] = set()  # kids known destroyed (a committed event names only committed keys)
+        self._ready = False
+
+    # --- the table ----------------------------------------------------------------------------------------
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.dialect == "postgresql" else text
+
+    def _exists(self, conn: Any) -> bool:
+        if self.dialect == "sqlite":
+            found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'data_keys'"
+            return conn.exec_driver_sql(found).first() is not None
+        return conn.exec_driver_sql("SELECT to_regclass('data_keys')").scalar() is not None
+
+    def readable(self) -> bool:
+        """Whether the table exists (a ledger that never encrypted has none; reads need no DDL, and a read-only
+        role could not make it)."""
+        if not self._ready:
+            with translate_errors(self.dialect), self.engine.connect() as conn:
+                self._ready = self._exists(conn)
+        return self._ready
+
+    def ensure_table(self) -> None:
+        """Create the table on the first write that needs it (an existing one is only looked at)."""
+        if self.readable():
+            return
+        for attempt in range(3):
+            try:
+                with translate_errors(self.dialect), self.engine.begin() as conn:
+                    conn.exec_driver_sql(_DDL[self.dialect])
+                    conn.exec_driver_sql(_INDEX)
+                break
+            except (DBAPIError, LedgerError):  # PostgreSQL: another process may have created it at the same moment
+                if self.readable():
+                    return
+                if attempt == 2:
+                    raise
+        self._ready = True
+
+    def _unwrap(self, subject: str, kid: str, wrapped: bytes) -> Any:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        raw = self._kek.decrypt(bytes(wrapped[:_NONCE]), bytes(wrapped[_NONCE:]), f"{subject}|{kid}".encode())
+        return AESGCM(raw)
+
+    def key_for(self, subject: str) -> tuple[str, Any]:
+        """The key that encrypts ``subject``'s text now: its newest, created (and committed) when it has none."""
+        with self._lock:
+            found = self._by_subject.get(subject)
+        if found is not None:
+            return found
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self.ensure_table()
+        with translate_errors(self.dialect), self.engine.begin() as conn:
+            row = conn.exec_driver_sql(
+                self._sql("SELECT kid, wrapped FROM data_keys WHERE subject = ? ORDER BY created_at DESC, kid LIMIT 1"),
+                (subject,),
+            ).fetchone()
+            if row is not None:
+                kid, aead = str(row[0]), self._unwrap(subject, str(row[0]), bytes(row[1]))
+            else:
+                kid, raw = secrets.token_hex(16), AESGCM.generate_key(bit_length=256)
+                nonce = secrets.token_bytes(_NONCE)
+                wrapped = nonce + self._kek.encrypt(nonce, raw, f"{subject}|{kid}".encode())
+                conn.exec_driver_sql(
+                    self._sql("INSERT INTO data_keys (kid, subject, wrapped, created_at) VALUES (?, ?, ?, ?)"),
+                    (kid, subject, wrapped, format_ts(now())),
+                )
+                aead = AESGCM(raw)
+        with self._lock:
+            self._by_subject[subject] = (kid, aead)
+            self._by_kid[kid] = aead
+        return kid, aead
+
+    def _key(self, kid: str) -> Any | None:
+        with self._lock:
+            if kid in self._gone:
+                return None
+            aead = self._by_kid.get(kid)
+        if aead is not None:
+            return aead
+        if not self.readable():
+            return None
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            row = conn.exec_driver_sql(
+                self._sql("SELECT subject, wrapped FROM data_keys WHERE kid = ?"), (kid,)
+            ).fetchone()
+        with self._lock:
+            if row is None:
+                self._gone.add(kid)
+                return None
+            aead = self._by_kid[kid] = self._unwrap(str(row[0]), kid, bytes(row[1]))
+        return aead
+
+    def key_ids(self, subject: str) -> list[str]:
+        """The ids of ``subject``'s data keys (none when its text was never encrypted or is erased)."""
+        if not self.readable():
+            return []
+        with translate_errors(self.dialect), self.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                self._sql("SELECT kid FROM data_keys WHERE subject = ? ORDER BY kid"), (subject,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def destroy(self, subject: str) -> list[str]:
+        """Delete every data key of ``subject`` so that no copy stays in the database files; returns their ids."""
+        kids = self.key_ids(subject)
+        if not self.readable():
+            return kids
+        with self._lock:
+            self._by_subject.pop(subject, None)
+            for kid in kids:
+                self._by_kid.pop(kid, None)
+                self._gone.add(kid)
+        with translate_errors(self.dialect):
+            self._delete(subject)
+        return kids
+
+    def _delete(self, subject: str) -> None:
+        if self.dialect == "sqlite":
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute("PRAGMA secure_delete=ON")
+                cur.execute("DELETE FROM data_keys WHERE subject = ?", (subject,))
+                raw.commit()
+                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cur.close()
+            finally:
+                raw.close()
+        else:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("DELETE FROM data_keys WHERE subject = %s", (subject,))
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("VACUUM FULL data_keys")
+
+    def scrub(self, tables: tuple[str, ...] = ("memory_index", "memory_vectors", "projection_snapshots")) -> None:
+        """After an erasure purged derived rows: SQLite rewrites the file without its free pages (``VACUUM`` with
+        ``secure_delete``) and truncates the WAL; PostgreSQL vacuums the derived tables (a page not yet reused, the
+        WAL and backups may still hold old bytes: documented)."""
+        with translate_errors(self.dialect):
+            self._scrub(tables)
+
+    def _scrub(self, tables: tuple[str, ...]) -> None:
+        if self.dialect == "sqlite":
+            raw = self.engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute("PRAGMA secure_delete=ON")
+                cur.execute("VACUUM")
+                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cur.close()
+            finally:
+                raw.close()
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for table in tables:
+                if conn.exec_driver_sql("SELECT to_regclass(%s)", (table,)).scalar() is not None:
+                    conn.exec_driver_sql(f"VACUUM {table}")
+
+    # --- fields -------------------------------------------------------------------------------------------
+
+    def seal(self, stream: str, type_name: str, payload: dict[str, Any], fields: Iterable[str]) -> bool:
+        """Encrypt ``payload``'s ``fields`` in place (those that hold something); whether any was."""
+        sealed = False
+        aead: Any = None
+        kid = ""
+        for name in fields:
+            value = payload.get(name)
+            if value is None or value in ("", {}, []):
+                continue
+            if aead is None:
+                kid, aead = self.key_for(stream)
+            nonce = secrets.token_bytes(_NONCE)
+            ct = aead.encrypt(nonce, canonical_json(value).encode("utf-8"), _ad(stream, type_name, name))
+            payload[name] = {"enc": VERSION, "kid": kid, "ct": base64.b64encode(nonce + ct).decode("ascii")}
+            sealed = True
+        return sealed
+
+    def open(self, stream: str, type_name: str, payload: dict[str, Any]) -> list[str]:
+        """Decrypt ``payload``'s sealed fields in place; returns the fields that could not be (their key is
+        destroyed: erased), left as they are for the caller to blank."""
+        erased: list[str] = []
+        for name, value in list(payload.items()):
+            if not is_sealed(value):
+                continue
+            aead = self._key(str(value["kid"]))
+            if aead is None:
+                erased.append(name)
+                continue
+            blob = base64.b64decode(value["ct"])
+            plain = aead.decrypt(blob[:_NONCE], blob[_NONCE:], _ad(stream, type_name, name))
+            payload[name] = json.loads(plain)
+        return erased
