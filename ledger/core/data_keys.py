@@ -32,7 +32,7 @@ import hmac
 import json
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -41,10 +41,11 @@ from sqlalchemy.exc import DBAPIError
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.clock import now
 from ledger.core.errors import LedgerError
+from ledger.core.sealed import ERASED_TEXT, VERSION, is_sealed
 from ledger.core.storage.driver_errors import translate_errors
 
-VERSION = "v1"
-ERASED_TEXT = "[erased]"
+__all__ = ["ERASED_TEXT", "VERSION", "DataKeys", "derive", "is_sealed", "keyed_id"]
+
 KEK_INFO = b"compliance-ledger data-key KEK v1"
 BLOCK_ID_INFO = b"compliance-ledger block id v1"
 _NONCE = 12
@@ -61,11 +62,6 @@ def derive(secret: bytes, info: bytes) -> bytes:
 def keyed_id(secret: bytes, text: str) -> str:
     """HMAC-SHA256 of ``text`` under ``secret``, in hex: an id that does not confirm a guessed text."""
     return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def is_sealed(value: Any) -> bool:
-    """Whether ``value`` is an encrypted field value (in an event whose metadata says it holds some)."""
-    return isinstance(value, Mapping) and value.get("enc") == VERSION and "kid" in value and "ct" in value
 
 
 def _ad(stream: str, type_name: str, field: str) -> bytes:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
-from ledger.core import data_keys, free_text
+from ledger.core import free_text, sealed
 from ledger.core.canonical import canonical_json, parse_ts, require_utf8
 from ledger.core.chain import StoredRecord
 from ledger.core.events import EVENT_TYPES, DomainEvent, RecordedEvent, from_payload, from_payload_json, to_payload
@@ -177,7 +177,7 @@ def _open(
     if cipher is not None:
         erased = cipher.open(stream, type_name, payload)
     else:
-        erased = [name for name, value in payload.items() if data_keys.is_sealed(value)]
+        erased = [name for name, value in payload.items() if sealed.is_sealed(value)]
     cls = EVENT_TYPES.get(type_name)
     for name in erased:
         payload[name] = _blank(cls, name)
@@ -196,4 +196,4 @@ def _blank(cls: type[DomainEvent] | None, name: str) -> Any:
             return {}
         if origin in (list, tuple):
             return []
-    return data_keys.ERASED_TEXT
+    return sealed.ERASED_TEXT

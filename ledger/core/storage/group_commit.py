@@ -13,12 +13,12 @@ from types import MappingProxyType
 from typing import Any
 
 from ledger.core import clock as _clock
-from ledger.core import data_keys
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, chain_rows
 from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import encode_all, encode_meta
+from ledger.core.sealed import VERSION as SEALED
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
@@ -135,7 +135,7 @@ class GroupCommit(StoreTree):
         # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys); the metadata says so.
         encoded, sealed = encode_all(events, stream, self.cipher)
         if sealed:
-            meta = {**meta, "enc": data_keys.VERSION}
+            meta = {**meta, "enc": SEALED}
         pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta))
         with self._mutex:
             self._queue.append(pending)

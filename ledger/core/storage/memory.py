@@ -24,12 +24,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 
 from ledger.core import clock as _clock
-from ledger.core import data_keys
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
 from ledger.core.errors import ConcurrencyError, InvalidInput
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import _meta, decode, encode_all, encode_meta
+from ledger.core.sealed import VERSION as SEALED
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.reads import StreamState
@@ -162,7 +162,7 @@ class MemoryStore:
         # refuses what the SQL store refuses before it writes; free text sealed under the stream's data key
         encoded, sealed = encode_all(events, stream, self.cipher)
         if sealed:
-            meta = {**meta, "enc": data_keys.VERSION}
+            meta = {**meta, "enc": SEALED}
         meta_json = encode_meta(meta)
         with self._lock:
             actual = len(self._streams.get(stream, ()))
