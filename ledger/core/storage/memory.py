@@ -19,9 +19,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
@@ -46,6 +45,27 @@ if TYPE_CHECKING:
 _LOG_INDEX = "CREATE TABLE IF NOT EXISTS events (position INTEGER PRIMARY KEY, type TEXT NOT NULL)"
 
 
+def _locked_pool(lock: threading.RLock) -> type[StaticPool]:
+    """A one-connection pool whose every checkout holds ``lock`` until that connection is handed back."""
+
+    class LockedStaticPool(StaticPool):
+        def _do_get(self) -> ConnectionPoolEntry:
+            lock.acquire()
+            try:
+                return super()._do_get()
+            except BaseException:
+                lock.release()
+                raise
+
+        def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
+            try:
+                super()._do_return_conn(record)
+            finally:
+                lock.release()
+
+    return LockedStaticPool
+
+
 class SideTables:
     """The SQL database of a memory store's read models: one in-memory SQLite connection, used by one thread at a
     time (cursors, write transactions and the engine's connections hold a lock; a write transaction inside another
@@ -60,11 +80,12 @@ class SideTables:
         # One connection behind the engine too; no rollback when the engine hands it back (a read on it may run
         # inside a write transaction of this thread). A thread holds the lock while it holds the connection, so
         # another thread's commit never ends this one's transaction.
+        # The lock is taken in the pool's own get, before the pool hands the connection's one record out: taken
+        # in a "checkout" listener instead, a thread waiting there has already made the shared record its own, and
+        # the holder's return then fires no "checkin" for the waiter (a lock never released, every thread stuck).
         self.engine: Engine = sa.create_engine(
-            "sqlite://", creator=lambda: connection, poolclass=StaticPool, pool_reset_on_return=None
+            "sqlite://", creator=lambda: connection, poolclass=_locked_pool(self._lock), pool_reset_on_return=None
         )
-        sa_event.listen(self.engine, "checkout", lambda *_: self._lock.acquire())
-        sa_event.listen(self.engine, "checkin", lambda *_: self._lock.release())
 
     def sql(self, text: str) -> str:
         return text
