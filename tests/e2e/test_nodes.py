@@ -74,7 +74,8 @@ def test_a_start_while_another_process_holds_an_append_does_not_wait_for_it(tmp_
         with compliance_ledger_serve(home, pg_url, LEDGER_LOCK_TIMEOUT_SECONDS="600") as base:
             answer = httpx.get(f"{base}/health", timeout=HTTP_TIMEOUT)
         writer.rollback()
-    assert answer.json()["head_position"] >= 1
+    # The node is up (200) while another holds the lock, and says the store is busy.
+    assert answer.status_code == 200 and answer.json()["store_busy"] is True and answer.json()["head_position"] >= 1
 
 
 def behind(url: str) -> None:
