@@ -127,3 +127,34 @@ def test_migrate_refuses_a_database_without_a_ledger(tmp_path: Path, db_url: str
     run = cli(tmp_path, db_url, "migrate")
     assert run.returncode == 1 and "holds no ledger to migrate" in run.stderr and "compliance-ledger init" in run.stderr
     assert not (tmp_path / "receipt.key").exists()
+
+
+def test_a_node_without_key_files_is_refused_naming_both_and_writes_none(tmp_path: Path, db_url: str) -> None:
+    initialised(tmp_path, db_url, 1)
+    fresh = tmp_path / "fresh"
+    served = cli(fresh, db_url, "serve", "--port", "0")
+    stdio = cli(fresh, db_url, "mcp", "--agent", "a")
+    for refused in (served, stdio):
+        said = " ".join(refused.stderr.split())
+        assert refused.returncode == 1, said
+        assert f"receipt key {fresh / 'receipt.key'} is missing" in said
+        assert f"signing key {fresh / 'signing.key'} is missing" in said
+        assert "copy receipt.key and signing.key from a node of this ledger" in said
+        assert "Compliance Ledger on" not in said
+    assert not (fresh / "receipt.key").exists() and not (fresh / "signing.key").exists()
+
+
+@pytest.mark.parametrize("wrong", ["receipt.key", "signing.key"])
+def test_a_node_with_another_ledgers_key_file_is_refused_naming_it(tmp_path: Path, db_url: str, wrong: str) -> None:
+    _, node = initialised(tmp_path, db_url, 2)
+    elsewhere = tmp_path / "elsewhere"
+    assert cli(elsewhere, f"sqlite:///{elsewhere / 'other.db'}", "init", "--no-seed").returncode == 0
+    shutil.copy2(elsewhere / wrong, node / wrong)  # a key of another ledger
+    kept = {name: (node / name).read_bytes() for name in ("receipt.key", "signing.key")}
+    refused = cli(node, db_url, "serve", "--port", "0")
+    said = " ".join(refused.stderr.split())
+    kind = "receipt" if wrong == "receipt.key" else "signing"
+    assert refused.returncode == 1, said
+    assert f"{kind} key {node / wrong} is " in said and "not this ledger's" in said
+    assert ("receipt key" in said) == (kind == "receipt") and ("signing key /" in said) == (kind == "signing")
+    assert {name: (node / name).read_bytes() for name in kept} == kept  # nothing rewritten
