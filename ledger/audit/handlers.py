@@ -90,6 +90,9 @@ class AuditCommands:
             migration.require_current(schema)
         if not schema.current:
             self._migrate(progress)
+        # The search index is derived: one built another way (another tokenizer, before provenance) is rebuilt
+        # here, by init or migrate, never by a start (its build version is part of the schema's version).
+        self.kernel.index.create_schema()
         created = self._bind_keys()
         if not schema.current:
             migration.record_version(store.engine, format_ts(self.kernel.clock()))
@@ -107,7 +110,6 @@ class AuditCommands:
         if missing:
             with _bar(progress, "building the tree", missing) as tick:
                 store.build_tree(tick)
-        self.kernel.index.create_schema()
         self.kernel.snapshots.create_schema()
         self.transparency.create_schema()
 

@@ -78,48 +78,51 @@ def test_a_start_while_another_process_holds_an_append_does_not_wait_for_it(tmp_
     assert answer.status_code == 200 and answer.json()["store_busy"] is True and answer.json()["head_position"] >= 1
 
 
-def behind(url: str) -> None:
+def run_sql(url: str, statement: str) -> None:
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE ledger_schema SET version = 0")
+        conn.exec_driver_sql(statement)
     engine.dispose()
 
 
-def test_serve_and_mcp_refuse_a_schema_behind_the_program_naming_the_command(tmp_path: Path, pg_url: str) -> None:
-    (home,) = initialised(tmp_path, pg_url, 1)
-    behind(pg_url)
-    served = cli(home, pg_url, "serve", "--port", "0")
-    stdio = cli(home, pg_url, "mcp", "--agent", "a")
+def behind(url: str) -> None:
+    run_sql(url, "UPDATE ledger_schema SET version = 0")
+
+
+def test_serve_and_mcp_refuse_a_schema_behind_the_program_naming_the_command(tmp_path: Path, db_url: str) -> None:
+    (home,) = initialised(tmp_path, db_url, 1)
+    behind(db_url)
+    served = cli(home, db_url, "serve", "--port", "0")
+    stdio = cli(home, db_url, "mcp", "--agent", "a")
     for refused in (served, stdio):
         said = " ".join(refused.stderr.split())
         assert refused.returncode == 1, said
         assert f"schema is at version 0; this program needs version {migration.SCHEMA_VERSION}" in said
         assert "run `compliance-ledger migrate` once" in said
         assert "Compliance Ledger on" not in said
-    engine = make_engine(pg_url)
+    engine = make_engine(db_url)
     assert migration.schema_state(engine).version == 0  # the refusal changed nothing
     engine.dispose()
 
 
 @pytest.mark.parametrize("old", ["version 0", "no version table"])
 def test_migrate_from_several_processes_at_once_brings_the_schema_up_once(
-    tmp_path: Path, pg_url: str, old: str
+    tmp_path: Path, db_url: str, old: str
 ) -> None:
-    homes = initialised(tmp_path, pg_url, 3)
+    homes = initialised(tmp_path, db_url, 3)
     if old == "version 0":
-        behind(pg_url)
+        behind(db_url)
     else:  # a ledger from before versions were recorded
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("DROP TABLE ledger_schema")
+        run_sql(db_url, "DROP TABLE ledger_schema")
     with ThreadPoolExecutor(len(homes)) as pool:
-        runs = list(pool.map(lambda home: cli(home, pg_url, "migrate"), homes))
+        runs = list(pool.map(lambda home: cli(home, db_url, "migrate"), homes))
     assert [run.returncode for run in runs] == [0, 0, 0], [run.stderr for run in runs]
-    engine = make_engine(pg_url)
+    engine = make_engine(db_url)
     assert migration.schema_state(engine).current
     engine.dispose()
-    again = cli(homes[0], pg_url, "migrate")
+    again = cli(homes[0], db_url, "migrate")
     assert again.returncode == 0 and "already current" in again.stdout
-    with compliance_ledger_serve(homes[1], pg_url) as base:
+    with compliance_ledger_serve(homes[1], db_url) as base:
         wait_until(lambda: healthy(base), "the migrated node's /health")
 
 
