@@ -103,6 +103,8 @@ def test_serve_and_mcp_refuse_a_schema_behind_the_program_naming_the_command(tmp
     engine = make_engine(db_url)
     assert migration.schema_state(engine).version == 0  # the refusal changed nothing
     engine.dispose()
+    doctor = cli(home, db_url, "doctor")
+    assert doctor.returncode == 1 and "run `compliance-ledger migrate`" in " ".join(doctor.stdout.split())
 
 
 @pytest.mark.parametrize("old", ["version 0", "no version table"])
