@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 
 from ledger.core.events import KeyRole
-from ledger.keys import decisions as keys
 from ledger.service import Actor, Ledger, Source
 from projections.apikeys import KeyRing, KeyView
 
@@ -84,4 +83,4 @@ def identify_provisionally(
     """:func:`identify` against a key ring already in hand (no database read). The ring may be behind the log, so
     the answer is provisional: a refusal must be confirmed, and an acceptance resolved again, with
     :func:`identify`."""
-    return _identity(keys.identify(ring, api_key), fallback_agent, fallback_role)
+    return _identity(Ledger.identify_in(ring, api_key), fallback_agent, fallback_role)

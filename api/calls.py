@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ledger.core.errors import InvalidInput
-from ledger.sessions.gate import check_request_id
+from ledger.core.request_ids import check_request_id
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # Where the HTTP front end leaves the request's Call in the ASGI scope (set by the server, never by the client).

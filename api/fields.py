@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic import Field
 
-from ledger.anchor.proof import MAX_PROOF_CHARS, TIERS
-from ledger.brain.decisions import MAX_CONTEXT_CHARS, MIN_CONTRIBUTION_CHARS
+from ledger.anchor.report import MAX_PROOF_CHARS, TIERS
+from ledger.brain.report import MAX_CONTEXT_CHARS, MIN_CONTRIBUTION_CHARS
+from ledger.core import request_ids
 from ledger.core.limits import MAX_LIMIT, MAX_QUERY_CHARS
-from ledger.memory import decisions as memory
-from ledger.memory.recall import FRAMES, MAX_TOP_K
-from ledger.sessions import decisions as sessions
-from ledger.sessions import gate
-from ledger.sessions.receipts import MAX_RECEIPT_CHARS
-from ledger.workflow import decisions as workflow
+from ledger.memory import report as memory
+from ledger.memory.report import FRAMES, MAX_TOP_K
+from ledger.sessions import report as sessions
+from ledger.sessions.report import MAX_RECEIPT_CHARS
+from ledger.workflow import report as workflow
 
 # Which JSON types each keyword constrains: it is put on the branch of that type (``str | None`` is an anyOf).
 _TYPES: dict[str, tuple[str, ...]] = {
@@ -87,10 +87,10 @@ WORKING_DIR = described(
 )
 FOCUS = described("what this session is about, in a line", maxLength=sessions.MAX_FOCUS_CHARS)
 REQUEST_ID = described(
-    f"optional id of this request, {gate.REQUEST_ID_HELP}",
+    f"optional id of this request, {request_ids.REQUEST_ID_HELP}",
     minLength=1,
-    maxLength=gate.MAX_REQUEST_ID_CHARS,
-    pattern=gate.REQUEST_ID_PATTERN,
+    maxLength=request_ids.MAX_REQUEST_ID_CHARS,
+    pattern=request_ids.REQUEST_ID_PATTERN,
 )
 RECEIPT = described(
     "the receipt string that assert_compliance returned with the stamp", minLength=1, maxLength=MAX_RECEIPT_CHARS

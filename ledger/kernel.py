@@ -18,7 +18,7 @@ from ledger.core import clock as _clock
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotInitialised, StoreUnavailable
 from ledger.core.events import DomainEvent, KeyRole, LedgerInitialised, RecordedEvent, SigningKeyBound
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import SqlEventStore
+from ledger.core.storage import LedgerStore
 from projections import snapshots
 from projections.search import SearchIndex
 
@@ -72,7 +72,7 @@ class Kernel:
     Capabilities are handed the kernel (composition); none inherits from it.
     """
 
-    store: SqlEventStore
+    store: LedgerStore
     index: SearchIndex
     key: ReceiptKey
     config: LedgerConfig = field(default_factory=LedgerConfig)

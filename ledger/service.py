@@ -12,6 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from ledger.anchor.handlers import AnchorCommands
+from ledger.audit.checkpoints import Checkpointer
 from ledger.audit.handlers import AuditCommands, ProgressBars
 from ledger.audit.report import CheckpointFinding, Replay
 from ledger.audit.transparency import TransparencyCommands
@@ -19,14 +20,17 @@ from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import SqlEventStore
+from ledger.core.storage import LedgerStore
 from ledger.core.tlog.policy import Witness
 from ledger.enforcement.handlers import EnforcementCommands
 from ledger.enforcement.rules import RULES_FILE, RuleSet
+from ledger.hooks import decisions as hook_decisions
 from ledger.hooks.handlers import HookCommands
 from ledger.kernel import Actor, Kernel, LedgerConfig, Source, check_agent
+from ledger.keys import decisions as key_decisions
 from ledger.keys.handlers import API_KEYS_STREAM, KeyCommands
 from ledger.memory.handlers import MemoryCommands
+from ledger.sessions import project, stamps
 from ledger.sessions.grants import SessionGrants
 from ledger.sessions.handlers import SessionCommands
 from ledger.sessions.project import DEFAULT_CONTEXT_PATHS
@@ -42,6 +46,7 @@ __all__ = [
     "Actor",
     "CapabilityConfig",
     "CheckpointFinding",
+    "Checkpointer",
     "Ledger",
     "LedgerConfig",
     "ProgressBars",
@@ -80,7 +85,7 @@ class Ledger:
 
     def __init__(
         self,
-        store: SqlEventStore,
+        store: LedgerStore,
         index: SearchIndex,
         key: ReceiptKey,
         config: LedgerConfig | None = None,
@@ -132,6 +137,10 @@ class Ledger:
         self.rebuild_tree = self.audit.rebuild_tree
         self.rebuild_index = self.audit.rebuild_index
         self.rebuild_snapshots = self.audit.rebuild_snapshots
+        self.read_checkpoints = self.audit.read_checkpoints
+        self.latest_checkpoint_in = self.audit.latest_checkpoint_in
+        self.keep_checkpoint = self.audit.keep_checkpoint
+        self.checkpointer = self.audit.checkpointer
         # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin
@@ -141,6 +150,7 @@ class Ledger:
         self.tlog_consistency = self.transparency.consistency
         self.tlog_bundle = self.transparency.bundle
         self.check_checkpoint_notes = self.transparency.check_notes
+        self.tlog_verifier = self.transparency.verifier
         # --- sessions and the gate (ledger.sessions) -----------------------------------------------------------
         self.clock_in = self.sessions.clock_in
         self.clock_out = self.sessions.clock_out
@@ -187,6 +197,10 @@ class Ledger:
         self.manage_task = self.enforcement.manage_task
         self.manage_context = self.enforcement.manage_context
         self.manage_subtask = self.enforcement.manage_subtask
+        self.observe_parameter_checks = self.enforcement.check_observers.append  # (tool, action, seconds) per check
+        # --- the brain: thinking with memory (ledger.brain) ----------------------------------------------------
+        self.ask_brain = self.brain.ask
+        self.brain_health = self.brain.health
         # --- API keys (ledger.keys) ----------------------------------------------------------------------------
         self.key_ring = self.keys.key_ring
         self.known_key_ring = self.keys.known_key_ring
@@ -196,10 +210,21 @@ class Ledger:
         self.revoke_api_key = self.keys.revoke_api_key
         self.rotate_api_key = self.keys.rotate_api_key
 
+    # --- pure checks adapters make before they have a ledger, or without one ---------------------------------------
+
+    verify_stamp_offline = staticmethod(stamps.verify_offline)  # a receipt against a public key alone: no database
+    read_hook_input = staticmethod(hook_decisions.read_input)  # a client hook's JSON from its stdin, checked
+    identify_in = staticmethod(key_decisions.identify)  # the caller in a key ring already in hand (no database read)
+
+    def check_working_dir(self, working_dir: str) -> str:
+        """A session's working directory as clock-in would take it (absolute, existing, under the project roots),
+        or ``InvalidInput`` saying what to send instead."""
+        return str(project.check_working_dir(working_dir, self.project_roots))
+
     # --- what the kernel holds --------------------------------------------------------------------------------
 
     @property
-    def store(self) -> SqlEventStore:
+    def store(self) -> LedgerStore:
         return self.kernel.store
 
     @property

@@ -31,7 +31,7 @@ from ledger.core.events import (
     MemorySuperseded,
 )
 from ledger.core.mapper import decode
-from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
+from ledger.core.storage import INDEX_LOCK, LedgerStore, translate_errors
 from projections import embedder as _embedder
 from projections.embedder import DIMENSIONS, MODEL_ID, Embedder, SemanticUnavailable
 from projections.embedding_matrix import Matrix, has_prefix, quantise
@@ -74,7 +74,7 @@ class EmbeddingIndex:
     """Vectors of the live memory blocks, caught up from the log, searched by cosine."""
 
     def __init__(
-        self, store: SqlEventStore, embedder: Embedder | None = None, *, inline_blocks: int = INLINE_BLOCKS
+        self, store: LedgerStore, embedder: Embedder | None = None, *, inline_blocks: int = INLINE_BLOCKS
     ) -> None:
         self.store = store
         self.inline_blocks = inline_blocks

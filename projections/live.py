@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Generic, Protocol, TypeVar
 
-from ledger.core.storage import SqlEventStore
+from ledger.core.storage import LedgerStore
 from projections.runner import AggregateProjection, Projection, ProjectionRunner
 from projections.snapshots import Snapshots
 
@@ -24,7 +24,7 @@ class Log(Protocol):
     """Where a live projection reads: the store and its snapshots (the kernel), looked up at each read."""
 
     @property
-    def store(self) -> SqlEventStore: ...
+    def store(self) -> LedgerStore: ...
 
     @property
     def snapshots(self) -> Snapshots: ...

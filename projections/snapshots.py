@@ -32,7 +32,7 @@ from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.canonical import format_ts
 from ledger.core.events import RecordedEvent
-from ledger.core.storage import SNAPSHOT_LOCK, SqlEventStore, translate_errors
+from ledger.core.storage import SNAPSHOT_LOCK, LedgerStore, translate_errors
 from projections import codec
 from projections.runner import ProjectionRunner
 
@@ -95,7 +95,7 @@ class Snapshots:
 
     def __init__(
         self,
-        store: SqlEventStore,
+        store: LedgerStore,
         signer: signing.SigningKey | None,
         *,
         every: int = DEFAULT_EVERY,

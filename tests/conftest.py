@@ -104,16 +104,21 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 
 LedgerFactory = Callable[..., Ledger]
+MEMORY = "memory"
+"""``make_ledger(MEMORY)``: a ledger whose log is a :class:`~ledger.core.storage.MemoryStore` (no database file)."""
 
 
 @pytest.fixture
 def make_ledger(tmp_path: Path) -> Iterator[LedgerFactory]:
-    """Build initialised ledgers on a URL; their engines are disposed after the test."""
+    """Build initialised ledgers on a URL (``MEMORY``: on a :class:`MemoryStore`); their engines are disposed after
+    the test."""
     built: list[Ledger] = []
 
     def factory(url: str | None = None, clock: _clock.Clock = _clock.now, **settings: object) -> Ledger:
-        cfg = Settings(home=tmp_path, database_url=url or f"sqlite:///{tmp_path / 'ledger.db'}", **settings)
-        ledger, _ = initialise(cfg, clock=clock)
+        in_memory = url == MEMORY
+        database = None if in_memory else url
+        cfg = Settings(home=tmp_path, database_url=database or f"sqlite:///{tmp_path / 'ledger.db'}", **settings)
+        ledger, _ = initialise(cfg, clock=clock, in_memory=in_memory)
         built.append(ledger)
         return ledger
 
@@ -126,6 +131,13 @@ def make_ledger(tmp_path: Path) -> Iterator[LedgerFactory]:
 def ledger(make_ledger: LedgerFactory, db_url: str) -> Ledger:
     """An initialised ledger on each backend."""
     return make_ledger(db_url)
+
+
+@pytest.fixture
+def memory_ledger(make_ledger: LedgerFactory) -> Ledger:
+    """An initialised ledger on the in-memory store, for tests of handlers and decisions that do not test storage
+    (the store contract is tested on every backend by ``tests/integration/test_store_contract.py``)."""
+    return make_ledger(MEMORY)
 
 
 @pytest.fixture

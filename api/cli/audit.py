@@ -46,12 +46,11 @@ def verify(
     proves that no event up to each checkpoint was removed or rewritten (truncation, rollback, re-hashing, an
     emptied table).
     """
-    from ledger.audit import checkpoints
     from ledger.core import signing
 
     json_paths, notes = _split_checkpoints(checkpoint or [])
     with ledger_for(ctx) as ledger:
-        sources = list(checkpoints.read_sources(json_paths)) if json_paths else []
+        sources = ledger.read_checkpoints(json_paths) if json_paths else []
         public = signing.PublicKey.load(public_key) if public_key else (ledger.public_key() if sources else None)
         head, _ = ledger.store.head()
         with progress("verifying", head) as tick:
@@ -124,7 +123,7 @@ def _note_verifier(ledger: Ledger, public_key: Path | None) -> note.Verifier:
     from ledger.core.tlog import note
 
     if public_key is None:
-        return ledger.transparency.verifier()
+        return ledger.tlog_verifier()
     return note.Verifier(ledger.tlog_origin(), note.ED25519, signing.PublicKey.load(public_key).raw)
 
 
@@ -135,15 +134,13 @@ def checkpoint_cmd(
     ] = None,
 ) -> None:
     """Sign the current head of the log. Keep checkpoints where the database's writers cannot reach them."""
-    from ledger.audit import checkpoints
-
     with ledger_for(ctx) as ledger:
         signed = ledger.checkpoint()
     if out_file is None:
         sys.stdout.write(signed.to_line() + "\n")
         return
     try:
-        checkpoints.CheckpointLog(out_file).append(signed)
+        ledger.keep_checkpoint(signed, out_file)
     except OSError as exc:
         raise fail(InvalidInput(f"cannot write {out_file}: {exc.strerror}", "give a writable file")) from exc
     err.print(f"checkpoint of position {signed.position} appended to {out_file}")
@@ -168,11 +165,11 @@ def verify_stamp(
     checks only the signature, anywhere, without the database.
     """
     from ledger.core import signing
-    from ledger.sessions import stamps
+    from ledger.service import Ledger
 
     if public_key is not None:
         try:
-            result = stamps.verify_offline(receipt, signing.PublicKey.load(public_key))
+            result = Ledger.verify_stamp_offline(receipt, signing.PublicKey.load(public_key))
         except LedgerError as exc:
             raise fail(exc) from exc
     else:

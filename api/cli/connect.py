@@ -70,7 +70,7 @@ def connect(
     ] = False,
 ) -> None:
     """Print a client's MCP configuration for this ledger, or merge it into the client's file with --write."""
-    from ledger.kernel import check_agent
+    from ledger.service import check_agent
 
     settings = settings_of(ctx)
     try:

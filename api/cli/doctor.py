@@ -14,7 +14,7 @@ def doctor(ctx: typer.Context) -> None:
     from rich.table import Column
 
     from api.bootstrap import open_ledger, redact
-    from ledger.audit import checkpoints
+    from ledger.audit.report import Source
     from ledger.core.storage import migration
     from projections.search import CHECKPOINT
 
@@ -59,12 +59,12 @@ def doctor(ctx: typer.Context) -> None:
                 same,
                 f"{settings.signing_key_path} (id {ledger.signer.key_id}, bound {signing_bound.key_id})",
             )
-            latest = checkpoints.CheckpointLog(settings.checkpoint_path).latest()
+            latest = ledger.latest_checkpoint_in(settings.checkpoint_path)
             if latest is None:
                 row("checkpoints", True, f"none in {settings.checkpoint_path} yet (serve writes them)")
             else:
                 [finding] = ledger.verify_checkpoints(
-                    [checkpoints.Source(str(settings.checkpoint_path), latest)], ledger.signer.public
+                    [Source(str(settings.checkpoint_path), latest)], ledger.signer.public
                 )
                 row(
                     "checkpoints",

@@ -22,7 +22,7 @@ from api.cli.context import settings_or_error
 from ledger.core.errors import LedgerError, NotInitialised, StoreUnavailable
 
 if TYPE_CHECKING:
-    from ledger.hooks.decisions import HookInput
+    from ledger.hooks.report import HookInput
     from ledger.service import Ledger
 
 group = typer.Typer(
@@ -92,7 +92,7 @@ def _blocked(reason: str, note: str | None = None) -> dict[str, Any]:
 
 def _unchecked(given: HookInput | None, problem: str, *, unreachable: bool = True) -> dict[str, Any]:
     """Fail closed when the ledger could not answer: block, unless the loop guard would let this stop through."""
-    from ledger.sessions.gate import GATE_CLOSED, MSG_STORE_DOWN
+    from ledger.sessions.report import GATE_CLOSED, MSG_STORE_DOWN
 
     what = "the ledger is unreachable" if unreachable else "the Stop hook could not check the stamp"
     if given is not None and given.stop_hook_active:
@@ -111,7 +111,7 @@ def _unchecked(given: HookInput | None, problem: str, *, unreachable: bool = Tru
 def _open(ctx: typer.Context, agent: str | None) -> tuple[Ledger, str]:
     from api.bootstrap import open_ledger
     from ledger.core.errors import InvalidInput
-    from ledger.kernel import check_agent
+    from ledger.service import check_agent
 
     if not agent:
         raise InvalidInput("no --agent", "reinstall the hooks with `compliance-ledger connect claude-code --hooks`")
@@ -126,25 +126,25 @@ def _unreachable(exc: BaseException) -> bool:
 @group.command("stop")
 def stop(ctx: typer.Context, agent: Agent = None, deadline: Deadline = DEFAULT_DEADLINE) -> None:
     """Stop hook: block the agent's stop unless it earned a stamp since the user's last prompt."""
-    from ledger.hooks import decisions
-    from ledger.service import Actor
+    from ledger.hooks import report as hooks
+    from ledger.service import Actor, Ledger
 
     answer = _Answer(_unchecked(None, f"no answer within {deadline:g} s"))
     answer.by(deadline)
     given: HookInput | None = None
     try:
-        given = decisions.read_input(_stdin(), decisions.STOP)
+        given = Ledger.read_hook_input(_stdin(), hooks.STOP)
         answer.fallback = _unchecked(given, f"no answer within {deadline:g} s")
         ledger, who = _open(ctx, agent)
         try:
-            result = ledger.stop_hook(Actor(who, "cli"), decisions.CLAUDE_CODE, given)
+            result = ledger.stop_hook(Actor(who, "cli"), hooks.CLAUDE_CODE, given)
         finally:
             ledger.store.dispose()
     except Exception as exc:  # any failure must still answer: a hook that crashes lets the stop through
         answer.give(_unchecked(given, _problem(exc), unreachable=_unreachable(exc)))
         return
     if result.outcome == "blocked":
-        answer.give(_blocked(result.reason or decisions.MSG_NO_STAMP))
+        answer.give(_blocked(result.reason or hooks.MSG_NO_STAMP))
     elif result.outcome == "loop_guard":
         answer.give(
             {
@@ -159,8 +159,8 @@ def stop(ctx: typer.Context, agent: Agent = None, deadline: Deadline = DEFAULT_D
 @group.command("user-prompt-submit")
 def user_prompt_submit(ctx: typer.Context, agent: Agent = None, deadline: Deadline = DEFAULT_DEADLINE) -> None:
     """UserPromptSubmit hook: record that the user's prompt started the agent's turn (never blocks the prompt)."""
-    from ledger.hooks import decisions
-    from ledger.service import Actor
+    from ledger.hooks import report as hooks
+    from ledger.service import Actor, Ledger
 
     def note(problem: str) -> dict[str, Any]:
         return {
@@ -171,10 +171,10 @@ def user_prompt_submit(ctx: typer.Context, agent: Agent = None, deadline: Deadli
     answer = _Answer(note(f"no answer within {deadline:g} s"))
     answer.by(deadline)
     try:
-        given = decisions.read_input(_stdin(), decisions.USER_PROMPT_SUBMIT)
+        given = Ledger.read_hook_input(_stdin(), hooks.USER_PROMPT_SUBMIT)
         ledger, who = _open(ctx, agent)
         try:
-            ledger.turn_started(Actor(who, "cli"), decisions.CLAUDE_CODE, given)
+            ledger.turn_started(Actor(who, "cli"), hooks.CLAUDE_CODE, given)
         finally:
             ledger.store.dispose()
     except Exception as exc:  # a prompt is never blocked, whatever failed

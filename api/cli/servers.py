@@ -34,7 +34,6 @@ def mcp(
     from api.bootstrap import open_node
     from api.mcp.server import build_mcp
     from api.ratelimit import limiter
-    from ledger.sessions import project as project_context
 
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
@@ -44,7 +43,7 @@ def mcp(
         raise fail(exc) from exc
     if working_dir is not None:
         try:  # refuse a bad directory here, with a message, rather than failing inside the server
-            working_dir = str(project_context.check_working_dir(working_dir, ledger.project_roots))
+            working_dir = ledger.check_working_dir(working_dir)
         except LedgerError as exc:
             raise fail(exc) from exc
     build_mcp(

@@ -36,7 +36,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         value for a task's memory_query_session). A declarative statement of more than 50 characters is also
         stored as a thought (trace.thought_id); each source shows its contributor and its provenance (context)."""
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
-        return ledger_call(lambda: tools.ledger.brain.ask(who, prompt, context=context, session_id=sid))
+        return ledger_call(lambda: tools.ledger.ask_brain(who, prompt, context=context, session_id=sid))
 
     @mcp.tool(title="Contribute to the shared brain", annotations=writes())
     def contribute_to_brain(
@@ -52,7 +52,7 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         already there is not stored again (trace.contribution 'duplicate', thought_id the existing one)."""
         who, sid = tools.actor(ctx), tools.optional_session(session_id)
         answer = ledger_call(
-            lambda: tools.ledger.brain.ask(who, prompt, context=context, session_id=sid, contribute=True)
+            lambda: tools.ledger.ask_brain(who, prompt, context=context, session_id=sid, contribute=True)
         )
         data = answer.model_dump(mode="json")
         text = f"{answer.message}\n\n{json.dumps(data, indent=2, ensure_ascii=False)}"

@@ -15,8 +15,7 @@ from api.fields import described
 from api.mcp.context import UNKNOWN_ARGUMENTS, ToolContext, ledger_call
 from api.mcp.hints import writes
 from api.mcp.params import OPTIONAL_SESSION_ID
-from ledger.enforcement import limits
-from ledger.enforcement.guidance import PARAM_HINTS
+from ledger.enforcement.report import PARAM_HINTS, limit_for
 from ledger.workflow.report import ManagedResult
 
 # locals() of a tool also holds the closure variables it uses (run).
@@ -34,7 +33,7 @@ def _given(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> None:
     """Publish the hard size limits (``ledger.enforcement_limits``) in the tools' input schemas, so clients see them,
-    after each parameter's hint (``ledger.enforcement.guidance.PARAM_HINTS``) as its description.
+    after each parameter's hint (``ledger.enforcement.report.PARAM_HINTS``) as its description.
 
     Only the published schema changes: the argument models stay lenient on purpose, so an oversized call still
     reaches the ledger, which refuses it and records the refused check (the SDK's own validation would refuse it
@@ -46,7 +45,7 @@ def publish_limits(mcp: MCPServer, names: tuple[str, ...] = MANAGED_TOOLS) -> No
         for param, prop in tool.parameters.get("properties", {}).items():
             if param in ("action", "session_id"):
                 continue
-            limit = limits.limit_for(param)
+            limit = limit_for(param)
             for branch in prop.get("anyOf", [prop]):
                 kind = branch.get("type")
                 if kind == "string" and limit.kind == "text":

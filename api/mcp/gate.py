@@ -13,7 +13,7 @@ from api.mcp.context import ToolContext, ledger_call
 from api.mcp.hints import READS, writes
 from api.mcp.params import SESSION_ID
 from ledger.core.errors import StoreBusy, StoreUnavailable
-from ledger.sessions import gate
+from ledger.sessions import report as gate
 from ledger.sessions.report import AssertResult, StampVerification
 
 

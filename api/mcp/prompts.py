@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from ledger.sessions import gate
+from ledger.sessions import report as gate
 
 INSTRUCTIONS = (
     "Compliance Ledger: every action you take here is recorded in a hash-chained audit log. "

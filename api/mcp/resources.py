@@ -17,7 +17,6 @@ from mcp.types import INVALID_PARAMS, Annotations
 
 from api.mcp.base import reading
 from api.mcp.context import ToolContext
-from ledger.audit import checkpoints
 from ledger.core.errors import InvalidInput, LedgerError, NotFound
 
 REPORT_URI = "ledger://reports/compliance"
@@ -95,7 +94,7 @@ def register(mcp: MCPServer, tools: ToolContext, checkpoint_file: Path | None = 
         caller()
 
         def latest() -> dict[str, Any]:
-            found = checkpoints.CheckpointLog(checkpoint_file).latest() if checkpoint_file is not None else None
+            found = ledger.latest_checkpoint_in(checkpoint_file) if checkpoint_file is not None else None
             if found is not None:
                 return found.document()
             if checkpoint_file is None:

@@ -15,7 +15,7 @@ from api.fields import DNA, TASK_ID, TITLE, described
 from api.mcp.context import ToolContext, ledger_call
 from api.mcp.hints import READS, writes
 from api.mcp.params import SESSION_ID
-from ledger.workflow import decisions as wf
+from ledger.workflow import report as wf
 from ledger.workflow.report import TaskInfo, TransitionResult
 
 TASK_TYPE = described("a task type of the workflow table")

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from api.fields import PROOF, SESSION_ID_FORM, TIER, session_id_field
 from api.rest.context import Caller, StrictBody
+from api.rest.deps import LedgerDep
 from ledger.anchor.report import AnchorChallengeResult, AnchorResult
-from ledger.service import Ledger
 from ledger.sessions.report import SessionState
 
 
@@ -30,22 +30,22 @@ class Unlock(StrictBody):
     reason: str = Field(description="why the session may try again (recorded in the ledger)")
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """``POST /anchors/challenges``, ``POST /anchors`` and ``POST /admin/sessions/{id}/anchor/unlock``."""
     api = APIRouter()
 
     @api.post("/anchors/challenges", response_model=AnchorChallengeResult, tags=["anchor"])
-    async def anchor_challenge(body: Challenge, who: Caller) -> Any:
+    async def anchor_challenge(ledger: LedgerDep, body: Challenge, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.anchor_challenge(actor, body.session_id))
 
     @api.post("/anchors", response_model=AnchorResult, tags=["anchor"])
-    async def odyssean_anchor(body: Anchor, who: Caller) -> Any:
+    async def odyssean_anchor(ledger: LedgerDep, body: Anchor, who: Caller) -> Any:
         return await who.run(
             lambda actor: ledger.anchor(actor, body.session_id, body.role, body.proof_candidate, body.tier)
         )
 
     @api.post("/admin/sessions/{session_id}/anchor/unlock", response_model=SessionState, tags=["admin"])
-    async def unlock_anchor(session_id: str, body: Unlock, who: Caller) -> Any:
+    async def unlock_anchor(ledger: LedgerDep, session_id: str, body: Unlock, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.unlock_anchor(actor, session_id, body.reason))
 
     return api

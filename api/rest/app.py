@@ -95,23 +95,24 @@ def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.mcp = mcp
     app.state.note_signer = signer
+    app.state.metrics = metrics.registry_for(ledger)  # from now on: its durations count every check
     app.mount("/mcp", mcp)
     install_error_handlers(app)
     install_offline_docs(app)
     install_dashboard(app)
 
-    app.include_router(health.router(ledger), responses=ERROR_RESPONSES)  # never rate-limited
+    app.include_router(health.router(), responses=ERROR_RESPONSES)  # never rate-limited
     for router in (
-        sessions.router(ledger),
-        memory.router(ledger),
-        gate.router(ledger),
-        anchor.router(ledger),
-        audit.router(ledger),
+        sessions.router(),
+        memory.router(),
+        gate.router(),
+        anchor.router(),
+        audit.router(),
         tasks.router(),
-        metrics.router(ledger),  # /metrics (its own registry) and /reports/enforcement
+        metrics.router(),  # /metrics (the app's registry) and /reports/enforcement
         brain.router(),
-        checkpointing.router(ledger, settings),
-        transparency.router(ledger),
+        checkpointing.router(),
+        transparency.router(),
         keys.router(),
     ):
         app.include_router(router, responses={**ERROR_RESPONSES, **(RATE_LIMITED if limits else {})})

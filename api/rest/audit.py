@@ -11,11 +11,11 @@ from pydantic import BaseModel, Field
 from api.params import AsOf, Position, WindowEnd, WindowStart
 from api.render import event_dict
 from api.rest.context import Caller
+from api.rest.deps import LedgerDep
 from ledger.core import access
 from ledger.core.limits import MAX_INT64
-from ledger.service import Actor, Ledger
-from ledger.sessions.report import ComplianceReport
-from ledger.sessions.series import ComplianceSeries
+from ledger.service import Actor
+from ledger.sessions.report import ComplianceReport, ComplianceSeries
 
 MAX_EVENTS_PAGE = 1000
 
@@ -35,12 +35,13 @@ class ChainCheck(BaseModel):
     reason: str | None = None
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """``GET /events``, ``GET /audit/verify``, ``GET /reports/compliance`` and ``GET /reports/compliance/series``."""
     api = APIRouter()
 
     @api.get("/events", response_model=EventsPage, tags=["audit"])
     async def events(
+        ledger: LedgerDep,
         who: Caller,
         stream: str | None = None,
         type: str | None = None,
@@ -56,7 +57,7 @@ def router(ledger: Ledger) -> APIRouter:
         return await who.run(page)
 
     @api.get("/audit/verify", response_model=ChainCheck, tags=["audit"])
-    async def verify_chain(who: Caller) -> Any:
+    async def verify_chain(ledger: LedgerDep, who: Caller) -> Any:
         """Recompute every event's hash and its link to the one before; the first break, if any (auditor or
         admin: it reads every agent's events)."""
 
@@ -75,6 +76,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @api.get("/reports/compliance/series", response_model=ComplianceSeries, tags=["reports"])
     async def compliance_series(
+        ledger: LedgerDep,
         who: Caller,
         start: WindowStart,
         end: WindowEnd,
@@ -88,6 +90,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @api.get("/reports/compliance", response_model=ComplianceReport, tags=["reports"])
     async def compliance_report(
+        ledger: LedgerDep,
         who: Caller,
         agent: str | None = None,
         as_of: AsOf = None,

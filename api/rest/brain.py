@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from api.fields import BRAIN_CONTEXT, SESSION_ID_FORM, described, session_id_field
 from api.rest.context import Caller, StrictBody
-from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS
-from ledger.brain.report import BrainAnswer, BrainHealth
+from api.rest.deps import LedgerDep
+from ledger.brain.report import MIN_CONTRIBUTION_CHARS, BrainAnswer, BrainHealth
 from ledger.core.errors import LedgerError
-from ledger.memory.decisions import MAX_CONTENT_CHARS
+from ledger.memory.report import MAX_CONTENT_CHARS
 from ledger.service import Actor, Ledger, check_agent
 
 
@@ -60,13 +60,12 @@ def router() -> APIRouter:
     routes = APIRouter(prefix="/api/v1", tags=["brain"])
 
     @routes.post("/memory", response_model=BrainAnswer)
-    async def memory(body: BrainRequest, request: Request, who: Caller) -> Any:
+    async def memory(ledger: LedgerDep, body: BrainRequest, who: Caller) -> Any:
         """Retrieve related thoughts; a declarative statement of more than 50 characters is also stored."""
-        ledger: Ledger = request.app.state.ledger
 
         def ask(caller: Actor) -> BrainAnswer:
             actor, ignored = brain_actor(ledger, caller, body.agent_id)
-            answer = ledger.brain.ask(
+            answer = ledger.ask_brain(
                 actor,
                 body.prompt,
                 context=body.context,
@@ -80,10 +79,10 @@ def router() -> APIRouter:
         return await who.run(ask)
 
     @routes.get("/health", response_model=BrainHealth, responses={503: {"model": BrainHealth}})
-    def health(request: Request) -> Any:
+    def health(ledger: LedgerDep) -> Any:
         """Whether the brain can answer (its store is reachable)."""
         try:
-            return request.app.state.ledger.brain.health()
+            return ledger.brain_health()
         except LedgerError as exc:
             return JSONResponse(BrainHealth(status="unavailable", database=exc.message).model_dump(), status_code=503)
 

@@ -19,11 +19,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from api.rest.context import Caller
+from api.rest.deps import LedgerDep, SettingsDep
 from api.settings import Settings
-from ledger.audit import checkpoints
 from ledger.core import signing
 from ledger.core.errors import LedgerError, NotFound
-from ledger.service import Actor, Ledger
+from ledger.service import Actor, Checkpointer, Ledger
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -64,16 +64,15 @@ class PublicKeyDocument(BaseModel):
     jwk: Jwk
 
 
-def router(ledger: Ledger, settings: Settings) -> APIRouter:
+def router() -> APIRouter:
     routes = APIRouter(tags=["audit"])
-    log_file = checkpoints.CheckpointLog(settings.checkpoint_path)
 
     @routes.get("/checkpoints/latest", response_model=CheckpointDocument)
-    async def latest_checkpoint(who: Caller) -> Any:
+    async def latest_checkpoint(ledger: LedgerDep, settings: SettingsDep, who: Caller) -> Any:
         """The newest checkpoint the server wrote (keep copies elsewhere; `verify --checkpoint` checks them)."""
 
         def latest(_actor: Actor) -> Any:
-            found = log_file.latest()
+            found = ledger.latest_checkpoint_in(settings.checkpoint_path)
             if found is None:
                 raise NotFound(
                     "no checkpoint has been written yet",
@@ -84,7 +83,7 @@ def router(ledger: Ledger, settings: Settings) -> APIRouter:
         return await who.run(latest)
 
     @routes.get("/keys/public", response_model=PublicKeyDocument)
-    async def public_key(who: Caller) -> Any:
+    async def public_key(ledger: LedgerDep, who: Caller) -> Any:
         """The public key that checks receipts and checkpoints offline."""
         return await who.run(lambda _actor: signing.public_key_document(ledger.public_key()))
 
@@ -135,22 +134,17 @@ def note_signer(ledger: Ledger, settings: Settings) -> NoteSigner | None:
     return NoteSigner(ledger, settings.checkpoint_every_events, settings.checkpoint_every)
 
 
-def checkpointer(ledger: Ledger, settings: Settings) -> checkpoints.Checkpointer | None:
+def checkpointer(ledger: Ledger, settings: Settings) -> Checkpointer | None:
     """The background writer, or None when automatic checkpoints are off or there is no signing key."""
     if ledger.signer is None or not (settings.checkpoint_every_events or settings.checkpoint_every_minutes):
         return None
-    return checkpoints.Checkpointer(
-        make=ledger.checkpoint,
-        head=lambda: ledger.store.head()[0],
-        log=checkpoints.CheckpointLog(settings.checkpoint_path),
-        every_events=settings.checkpoint_every_events,
-        every=settings.checkpoint_every,
-        clock=ledger.clock,
+    return ledger.checkpointer(
+        settings.checkpoint_path, every_events=settings.checkpoint_every_events, every=settings.checkpoint_every
     )
 
 
 @contextlib.asynccontextmanager
-async def running(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None = None) -> AsyncIterator[None]:
+async def running(writer: Checkpointer | None, signer: NoteSigner | None = None) -> AsyncIterator[None]:
     """Run ``writer`` and ``signer`` in the background for the life of the app; a last checkpoint of each at
     shutdown."""
     if writer is None and signer is None:
@@ -168,7 +162,7 @@ async def running(writer: checkpoints.Checkpointer | None, signer: NoteSigner | 
         await anyio.to_thread.run_sync(lambda: _sign(signer, True))
 
 
-async def _loop(writer: checkpoints.Checkpointer | None, signer: NoteSigner | None) -> None:
+async def _loop(writer: Checkpointer | None, signer: NoteSigner | None) -> None:
     while True:
         if writer is not None:
             await anyio.to_thread.run_sync(_write, writer, False)
@@ -184,7 +178,7 @@ def _sign(signer: NoteSigner, force: bool) -> None:
         log.warning("could not sign a transparency-log checkpoint: %s", exc)
 
 
-def _write(writer: checkpoints.Checkpointer, force: bool) -> None:
+def _write(writer: Checkpointer, force: bool) -> None:
     try:
         written = writer.run_once(force=force)
     except (LedgerError, OSError) as exc:  # the store or the disk is down: try again at the next poll

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import calls
 from api.auth import identify, identify_provisionally, key_from_headers
-from api.settings import Settings
+from api.rest.deps import get_ledger, get_settings
 from ledger.core import access
 from ledger.core.errors import InvalidInput, LedgerError, StoreUnavailable
 from ledger.core.text import HINT as TEXT_HINT
@@ -135,9 +135,9 @@ def request_threads(request: Request) -> anyio.CapacityLimiter:
 
 
 async def _credential(request: Request, writes: bool) -> Credential:
-    settings: Settings = request.app.state.settings
+    settings = await get_settings(request)
     threads = request_threads(request)
-    caller = Credential(request.app.state.ledger, key_from_headers(request.headers), settings.agent, writes, threads)
+    caller = Credential(await get_ledger(request), key_from_headers(request.headers), settings.agent, writes, threads)
     if caller.refused_by_cache():
         await anyio.to_thread.run_sync(caller.actor, limiter=threads)  # a 401/403 unless the log knows better
     return caller

@@ -13,9 +13,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from api.rest.deps import LedgerDep
 from api.version import package_version
 from ledger.core.errors import LedgerError
-from ledger.service import Ledger
 
 
 class Health(BaseModel):
@@ -38,13 +38,13 @@ class Health(BaseModel):
     )
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """``GET /health`` for this app's ledger."""
     api = APIRouter()
     health_threads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first call
 
     @api.get("/health", response_model=Health, tags=["ops"], responses={503: {"model": Health}})
-    async def health() -> Any:
+    async def health(ledger: LedgerDep) -> Any:
         """This node's health: 200 ok, 200 busy (the write lock was held past the probe's wait, by this node or
         another: writes may get 503 now, ``store_busy`` true) or 503 unavailable (this node cannot reach its
         database: the one answer a load balancer should take it out for). The probe runs on threads and a

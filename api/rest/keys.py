@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from api.rest.context import Caller, StrictBody
-from ledger.keys.decisions import MAX_REASON_CHARS
-from ledger.keys.report import ApiKeyInfo
-from ledger.service import Ledger
+from api.rest.deps import LedgerDep
+from ledger.keys.report import MAX_REASON_CHARS, ApiKeyInfo
 
 
 class WhoAmI(BaseModel):
@@ -43,15 +42,13 @@ def router() -> APIRouter:
         return await who.run(lambda actor: WhoAmI(agent=actor.agent, role=actor.role, by_key=actor.by_key))
 
     @api.get("", response_model=list[ApiKeyInfo])
-    async def list_keys(who: Caller, request: Request) -> Any:
+    async def list_keys(ledger: LedgerDep, who: Caller) -> Any:
         """Every key ever issued: id, agent, role, when and by whom it was issued and revoked."""
-        ledger: Ledger = request.app.state.ledger
         return await who.run(ledger.api_key_list)
 
     @api.post("/{key_id}/revoke", response_model=ApiKeyInfo)
-    async def revoke(key_id: str, who: Caller, request: Request, body: Revoke | None = None) -> Any:
+    async def revoke(ledger: LedgerDep, key_id: str, who: Caller, body: Revoke | None = None) -> Any:
         """Revoke a key: every node refuses it from its next request on."""
-        ledger: Ledger = request.app.state.ledger
         return await who.run(lambda actor: ledger.revoke_api_key(actor, key_id, body.reason if body else None))
 
     me.include_router(api)

@@ -25,9 +25,10 @@ from api.fields import (
 )
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
+from api.rest.deps import LedgerDep
 from ledger.core.errors import InvalidInput
 from ledger.core.limits import MAX_LIMIT
-from ledger.memory import decisions as memory
+from ledger.memory import report as memory
 from ledger.memory.report import (
     BlockDetail,
     BlockList,
@@ -39,7 +40,6 @@ from ledger.memory.report import (
     RememberResult,
     SupersedeResult,
 )
-from ledger.service import Ledger
 from ledger.sessions.report import SearchResult
 
 SESSION_ID = session_id_field(f"the session_id POST /sessions returned ({SESSION_ID_FORM})")
@@ -96,7 +96,7 @@ class Search(StrictBody):
     limit: Annotated[int, LIMIT] = 10
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """The ``/memory/...`` routes."""
     api = APIRouter(tags=["memory"])
 
@@ -105,7 +105,7 @@ def router(ledger: Ledger) -> APIRouter:
         response_model=RememberResult,
         responses={201: {"model": RememberResult, "description": "stored as a new block (200: a duplicate)"}},
     )
-    async def remember(body: Remember, who: Caller) -> Any:
+    async def remember(ledger: LedgerDep, body: Remember, who: Caller) -> Any:
         result = await who.run(
             lambda actor: ledger.remember(actor, body.content, body.tags, body.session_id, body.category)
         )
@@ -114,6 +114,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @api.get("/memory/blocks", response_model=BlockList)
     async def memory_blocks(
+        ledger: LedgerDep,
         who: Caller,
         tag: str | None = Query(None, description="a tag, or a prefix ending in '/' such as project/"),
         tier: str | None = Query(None, description="permanent | durable | standard | ephemeral"),
@@ -130,6 +131,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @api.get("/memory/blocks/{block_id}", response_model=BlockDetail)
     async def memory_block(
+        ledger: LedgerDep,
         block_id: str,
         who: Caller,
         as_of: AsOf = None,
@@ -138,29 +140,30 @@ def router(ledger: Ledger) -> APIRouter:
         return await who.run(lambda _actor: ledger.memory_block(block_id, as_of=as_of, position=position))
 
     @api.post("/memory/recall", response_model=RecallResult)
-    async def recall(body: Recall, who: Caller) -> Any:
+    async def recall(ledger: LedgerDep, body: Recall, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.recall(actor, body.query, body.frame, body.top_k, body.session_id))
 
     @api.post("/memory/curate", response_model=CurateResult)
-    async def curate(who: Caller) -> Any:
+    async def curate(ledger: LedgerDep, who: Caller) -> Any:
         return await who.run(ledger.curate)
 
     @api.post("/memory/outcome", response_model=OutcomeResult)
-    async def outcome(body: Outcome, who: Caller) -> Any:
+    async def outcome(ledger: LedgerDep, body: Outcome, who: Caller) -> Any:
         return await who.run(
             lambda actor: ledger.outcome(actor, body.block_ids, body.signal, body.session_id, body.note)
         )
 
     @api.post("/memory/blocks/{block_id}/supersede", response_model=SupersedeResult)
-    async def supersede(block_id: str, body: Supersede, who: Caller) -> Any:
+    async def supersede(ledger: LedgerDep, block_id: str, body: Supersede, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.supersede(actor, block_id, body.content, body.session_id))
 
     @api.post("/memory/blocks/{block_id}/forget", response_model=ForgetResult)
-    async def forget(block_id: str, body: Forget, who: Caller) -> Any:
+    async def forget(ledger: LedgerDep, block_id: str, body: Forget, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.forget(actor, block_id, body.reason))
 
     @api.get("/memory/lookup", response_model=LookupResult)
     async def lookup(
+        ledger: LedgerDep,
         who: Caller,
         query: str = Query(description="what to look for, as for POST /memory/search"),
         limit: int = Query(10, ge=1, le=MAX_LIMIT),
@@ -171,7 +174,7 @@ def router(ledger: Ledger) -> APIRouter:
         return await who.run(lambda _actor: ledger.memory_lookup(query, limit))
 
     @api.post("/memory/search", response_model=SearchResult)
-    async def search(body: Search, who: Caller) -> Any:
+    async def search(ledger: LedgerDep, body: Search, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.search(actor, body.session_id, body.query, body.limit))
 
     return api

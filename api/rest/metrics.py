@@ -2,7 +2,7 @@
 
 How the numbers are made:
 
-* **One registry per app.** :func:`router` builds a ``CollectorRegistry`` for the app it is included in, never
+* **One registry per app.** :func:`registry_for` builds a ``CollectorRegistry`` for the app it is included in, never
   the process-global one, so several apps in one process (tests) each have their own series.
 * **Counters come from the log, not from this process.** Every scrape tails the ledger from a checkpoint
   (:class:`ledger.enforcement_report.LedgerCounts`, under a lock; only the event types counted) and renders
@@ -20,7 +20,7 @@ How the numbers are made:
   the rules do not know is exported as ``other`` (callers cannot mint label values).
 * **Durations are measured in this process.** How long a check took is not a ledger fact, so
   ``parameter_validation_duration_seconds{tool,action}`` is a histogram filled by timing
-  ``check_parameters`` on *this app's* ledger instance: :func:`router` replaces that instance's bound method
+  ``check_parameters`` on *this app's* ledger instance: :func:`registry_for` replaces that instance's bound method
   with a timing wrapper (the class and other instances are untouched). It times the whole recorded check —
   fold the agent's stats, validate, decide, append ``ParameterChecked`` — for every managed-tool call made
   through this app (MCP over HTTP and REST alike), and observes only checks that were recorded, so its
@@ -46,11 +46,17 @@ from prometheus_client.registry import Collector
 
 from api.params import AsOf, Position
 from api.rest.context import Caller
+from api.rest.deps import LedgerDep, MetricsDep
 from ledger.core import access
 from ledger.core.events import RefusalReason
-from ledger.enforcement.decisions import EnforcementLevel, Outcome
-from ledger.enforcement.report import COUNTED_TYPES, EnforcementReport, LedgerCounts
-from ledger.enforcement.trends import TrendUnit
+from ledger.enforcement.report import (
+    COUNTED_TYPES,
+    EnforcementLevel,
+    EnforcementReport,
+    LedgerCounts,
+    Outcome,
+    TrendUnit,
+)
 from ledger.service import Actor, Ledger
 
 # Prometheus text format 0.0.4 (prometheus-client >= 0.21 names it; older versions' LATEST is that format).
@@ -196,8 +202,9 @@ def _counter(
     return family
 
 
-def router(ledger: Ledger) -> APIRouter:
-    """``/metrics`` (its own registry, see the module docstring) and ``/reports/enforcement``."""
+def registry_for(ledger: Ledger) -> CollectorRegistry:
+    """The app's own registry (see the module docstring), its durations observed from now on; ``api/rest/app.py``
+    keeps it on the app's state, where :data:`api.rest.deps.MetricsDep` finds it."""
     registry = CollectorRegistry(auto_describe=True)
     collector = LedgerCollector(ledger)
     registry.register(collector)
@@ -208,9 +215,14 @@ def router(ledger: Ledger) -> APIRouter:
         buckets=DURATION_BUCKETS,
         registry=registry,
     )
-    ledger.enforcement.check_observers.append(
+    ledger.observe_parameter_checks(
         lambda tool, action, seconds: durations.labels(*collector.label(tool, action)).observe(seconds)
     )
+    return registry
+
+
+def router() -> APIRouter:
+    """``/metrics`` (the app's registry, :func:`registry_for`) and ``/reports/enforcement``."""
     api = APIRouter()
 
     @api.get(
@@ -219,7 +231,7 @@ def router(ledger: Ledger) -> APIRouter:
         response_class=Response,
         responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text exposition format 0.0.4"}},
     )
-    async def metrics(who: Caller) -> Response:
+    async def metrics(registry: MetricsDep, who: Caller) -> Response:
         def exposition(actor: Actor) -> bytes:
             access.require_overview(actor, "the metrics")
             return generate_latest(registry)  # the collector reads the log: in the request's worker thread
@@ -228,6 +240,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @api.get("/reports/enforcement", response_model=EnforcementReport, tags=["reports"])
     async def report(
+        ledger: LedgerDep,
         who: Caller,
         agent: str | None = None,
         as_of: AsOf = None,

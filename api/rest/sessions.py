@@ -10,7 +10,7 @@ from pydantic import Field
 from api.fields import FOCUS, WORKING_DIR
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
-from ledger.service import Ledger
+from api.rest.deps import LedgerDep
 from ledger.sessions.report import SessionInfo, SessionState
 
 
@@ -20,20 +20,21 @@ class ClockIn(StrictBody):
     focus: Annotated[str | None, FOCUS] = None
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     """``POST /sessions``, ``POST /sessions/{id}/clock-out`` and ``GET /sessions/{id}``."""
     api = APIRouter(tags=["sessions"])
 
     @api.post("/sessions", response_model=SessionInfo, status_code=status.HTTP_201_CREATED)
-    async def clock_in(body: ClockIn, who: Caller) -> Any:
+    async def clock_in(ledger: LedgerDep, body: ClockIn, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.clock_in(actor, body.role, body.working_dir, body.focus))
 
     @api.post("/sessions/{session_id}/clock-out", response_model=SessionInfo)
-    async def clock_out(session_id: str, who: Caller) -> Any:
+    async def clock_out(ledger: LedgerDep, session_id: str, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.clock_out(actor, session_id))
 
     @api.get("/sessions/{session_id}", response_model=SessionState)
     async def session_state(
+        ledger: LedgerDep,
         session_id: str,
         who: Caller,
         as_of: AsOf = None,

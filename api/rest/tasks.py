@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, status
 from pydantic import Field
 
 from api.fields import DNA, SESSION_ID_FORM, TASK_ID, TITLE, described, session_id_field
 from api.params import AsOf, Position
 from api.rest.context import Caller, StrictBody
-from ledger.service import Ledger
+from api.rest.deps import LedgerDep
 from ledger.workflow.report import TaskInfo, TransitionResult
 
 TRANSITION_HELP = "target status, or 'restore' to return a blocked task to where it was"
@@ -39,18 +39,12 @@ class Transition(StrictBody):
     session_id: Annotated[str, session_id_field(f"your session ({SESSION_ID_FORM}): its role is the acting role")]
 
 
-def _ledger(request: Request) -> Ledger:
-    ledger: Ledger = request.app.state.ledger
-    return ledger
-
-
 def router() -> APIRouter:
     """The ``/tasks`` routes."""
     api = APIRouter(tags=["tasks"])
 
     @api.post("/tasks", response_model=TaskInfo, status_code=status.HTTP_201_CREATED)
-    async def create(body: CreateTask, who: Caller, request: Request) -> Any:
-        ledger = _ledger(request)
+    async def create(ledger: LedgerDep, body: CreateTask, who: Caller) -> Any:
         return await who.run(
             lambda actor: ledger.task_create(
                 actor,
@@ -65,36 +59,32 @@ def router() -> APIRouter:
 
     @api.get("/tasks", response_model=list[TaskInfo])
     async def list_tasks(
+        ledger: LedgerDep,
         who: Caller,
-        request: Request,
         status: str | None = None,
         role: str | None = None,
         task_type: str | None = None,
     ) -> Any:
-        ledger = _ledger(request)
         return await who.run(
             lambda actor: ledger.task_list(status=status, role=role, task_type=task_type, viewer=actor)
         )
 
     @api.get("/tasks/{task_id}", response_model=TaskInfo)
     async def get(
+        ledger: LedgerDep,
         task_id: str,
         who: Caller,
-        request: Request,
         as_of: AsOf = None,
         position: Position = None,
     ) -> Any:
-        ledger = _ledger(request)
         return await who.run(lambda actor: ledger.task_get(task_id, as_of=as_of, position=position, viewer=actor))
 
     @api.patch("/tasks/{task_id}/dna", response_model=TaskInfo)
-    async def update_dna(task_id: str, body: UpdateDna, who: Caller, request: Request) -> Any:
-        ledger = _ledger(request)
+    async def update_dna(ledger: LedgerDep, task_id: str, body: UpdateDna, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.task_update_dna(actor, task_id, body.set, body.remove))
 
     @api.post("/tasks/{task_id}/transitions", response_model=TransitionResult)
-    async def transition(task_id: str, body: Transition, who: Caller, request: Request) -> Any:
-        ledger = _ledger(request)
+    async def transition(ledger: LedgerDep, task_id: str, body: Transition, who: Caller) -> Any:
         return await who.run(lambda actor: ledger.task_transition(actor, task_id, body.to_status, body.session_id))
 
     return api

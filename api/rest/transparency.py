@@ -15,10 +15,11 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from api.rest.context import Caller
+from api.rest.deps import LedgerDep
 from ledger.core import access
 from ledger.core.errors import NotFound
 from ledger.core.limits import MAX_INT64
-from ledger.service import Actor, Ledger
+from ledger.service import Actor
 
 NOTE_TYPE = "text/plain; charset=utf-8"
 
@@ -46,7 +47,7 @@ class ConsistencyProof(BaseModel):
     proof: list[str]
 
 
-def router(ledger: Ledger) -> APIRouter:
+def router() -> APIRouter:
     routes = APIRouter(tags=["transparency log"])
 
     @routes.get(
@@ -54,7 +55,7 @@ def router(ledger: Ledger) -> APIRouter:
         response_class=Response,
         responses={200: {"content": {NOTE_TYPE: {}}, "description": "a c2sp.org/tlog-checkpoint signed note"}},
     )
-    async def checkpoint(who: Caller) -> Any:
+    async def checkpoint(ledger: LedgerDep, who: Caller) -> Any:
         """The newest checkpoint of the log's Merkle tree: a c2sp.org/tlog-checkpoint signed by the ledger's key, with
         its witnesses' cosignatures."""
 
@@ -74,12 +75,13 @@ def router(ledger: Ledger) -> APIRouter:
         response_class=Response,
         responses={200: {"content": {NOTE_TYPE: {}}, "description": "the signed-note verifier key, one line"}},
     )
-    async def vkey(who: Caller) -> Any:
+    async def vkey(ledger: LedgerDep, who: Caller) -> Any:
         """The verifier key of the ledger's checkpoints, in the signed-note format (name+key ID+base64 key)."""
         return PlainTextResponse(await who.run(lambda _actor: ledger.tlog_vkey() + "\n"), media_type=NOTE_TYPE)
 
     @routes.get("/tlog/inclusion", response_model=InclusionProof)
     async def inclusion(
+        ledger: LedgerDep,
         who: Caller,
         index: int = Query(ge=0, le=MAX_INT64, description="the leaf: an event's position minus 1"),
         size: int = Query(ge=1, le=MAX_INT64, description="the tree size, e.g. a checkpoint's"),
@@ -95,6 +97,7 @@ def router(ledger: Ledger) -> APIRouter:
 
     @routes.get("/tlog/consistency", response_model=ConsistencyProof)
     async def consistency(
+        ledger: LedgerDep,
         who: Caller,
         old: int = Query(ge=1, le=MAX_INT64, description="the smaller tree size (a checkpoint you kept)"),
         size: int = Query(ge=1, le=MAX_INT64, description="the larger tree size"),

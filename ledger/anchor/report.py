@@ -8,6 +8,10 @@ from pydantic import BaseModel, Field
 
 from ledger.anchor.decisions import Enforcement
 
+# The constants of the interface, which adapters publish (limits in schemas, texts in answers).
+from ledger.anchor.proof import MAX_PROOF_CHARS as MAX_PROOF_CHARS
+from ledger.anchor.proof import TIERS as TIERS
+
 
 class AnsweredChallenge(BaseModel):
     """The challenge a proof answered correctly, and the line it quoted (as the server read it itself)."""

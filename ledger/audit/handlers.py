@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from ledger.audit import checkpoints
 from ledger.audit.report import CheckpointFinding, Replay
@@ -225,6 +226,32 @@ class AuditCommands:
             self.kernel.store.get(position)  # a head the ledger did not write is never signed (IntegrityViolation)
         return checkpoints.sign(
             self.kernel.require_signer(), position=position, head_hash=head_hash, now=self.kernel.clock()
+        )
+
+    # --- checkpoints kept outside the database, in files the adapters name ---------------------------------------
+
+    def read_checkpoints(self, paths: Iterable[Path]) -> list[checkpoints.Source]:
+        """The checkpoints in these files (JSON lines or one document each), each named by the file it came from;
+        raises ``InvalidInput`` naming a file that holds no checkpoint."""
+        return list(checkpoints.read_sources(paths))
+
+    def latest_checkpoint_in(self, path: Path) -> checkpoints.Checkpoint | None:
+        """The newest checkpoint of a checkpoint log file (``None``: none written yet)."""
+        return checkpoints.CheckpointLog(path).latest()
+
+    def keep_checkpoint(self, checkpoint: checkpoints.Checkpoint, path: Path) -> None:
+        """Append a signed checkpoint to a checkpoint log file (raises ``OSError`` when it cannot be written)."""
+        checkpoints.CheckpointLog(path).append(checkpoint)
+
+    def checkpointer(self, path: Path, *, every_events: int, every: _dt.timedelta | None) -> checkpoints.Checkpointer:
+        """A writer that signs the head into the log file at ``path`` whenever a checkpoint is due."""
+        return checkpoints.Checkpointer(
+            make=self.checkpoint,
+            head=lambda: self.kernel.store.head()[0],
+            log=checkpoints.CheckpointLog(path),
+            every_events=every_events,
+            every=every,
+            clock=self.kernel.clock,
         )
 
     def verify_checkpoints(

@@ -8,6 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ledger.audit import checkpoints
+
+# The signed checkpoint kept outside the database, and a checkpoint read from a file or URL.
+from ledger.audit.checkpoints import Checkpoint as Checkpoint
+from ledger.audit.checkpoints import Source as Source
 from ledger.core.errors import NotFound
 from ledger.memory.reads import BlockSource, score_one, stats_of
 from ledger.memory.report import BlockOut, MemoryStats

@@ -8,6 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ledger.brain import decisions as brain
+
+# The constants of the interface, which adapters publish (limits in schemas, texts in answers).
+from ledger.brain.decisions import MAX_CONTEXT_CHARS as MAX_CONTEXT_CHARS
+from ledger.brain.decisions import MIN_CONTRIBUTION_CHARS as MIN_CONTRIBUTION_CHARS
 from ledger.sessions.report import Provenance
 
 Contribution = Literal["stored", "duplicate", "not_stored"]

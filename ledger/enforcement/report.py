@@ -30,11 +30,17 @@ from pydantic import BaseModel, Field
 
 from ledger.enforcement.counts import CHECK_TYPES, CheckCell, CheckTally
 
-# The folds, re-exported for ``/metrics``.
+# Re-exported (``x as x``) for the adapters: the folds ``/metrics`` reads, and the shapes and constants of the
+# interface they publish (levels, outcomes, hints, hard limits).
 from ledger.enforcement.counts import COUNTED_TYPES as COUNTED_TYPES
 from ledger.enforcement.counts import LedgerCounts as LedgerCounts
-from ledger.enforcement.decisions import EnforcementLevel, RuleSet, effective_level
-from ledger.enforcement.trends import MIN_CHECKS, ImprovingAgent, TimeTally, Trending, TrendUnit
+from ledger.enforcement.decisions import EnforcementLevel as EnforcementLevel
+from ledger.enforcement.decisions import Outcome as Outcome
+from ledger.enforcement.decisions import RuleSet, effective_level
+from ledger.enforcement.guidance import PARAM_HINTS as PARAM_HINTS
+from ledger.enforcement.limits import limit_for as limit_for
+from ledger.enforcement.trends import MIN_CHECKS, ImprovingAgent, TimeTally, Trending
+from ledger.enforcement.trends import TrendUnit as TrendUnit
 from projections import enforcement as enf_proj
 
 if TYPE_CHECKING:

@@ -6,6 +6,13 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ledger.core.events import RecordedEvent, StopHookDecided, StopOutcome, TurnStarted
+
+# What a client hook sends, and the constants of the interface (the hook names, the refusal's text).
+from ledger.hooks.decisions import CLAUDE_CODE as CLAUDE_CODE
+from ledger.hooks.decisions import MSG_NO_STAMP as MSG_NO_STAMP
+from ledger.hooks.decisions import STOP as STOP
+from ledger.hooks.decisions import USER_PROMPT_SUBMIT as USER_PROMPT_SUBMIT
+from ledger.hooks.decisions import HookInput as HookInput
 from ledger.sessions.report import StopHookCounts
 
 __all__ = ["StopAnswer", "StopHookCounts", "TurnStart"]

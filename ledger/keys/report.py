@@ -7,6 +7,9 @@ import datetime as _dt
 from pydantic import BaseModel
 
 from ledger.core.events import KeyRole
+
+# The constants of the interface, which adapters publish (limits in schemas, texts in answers).
+from ledger.keys.decisions import MAX_REASON_CHARS as MAX_REASON_CHARS
 from projections.apikeys import KeyView
 
 

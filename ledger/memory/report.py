@@ -8,6 +8,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+# The constants of the interface, which adapters publish (limits in schemas, texts in answers).
+from ledger.memory.decisions import CATEGORY_PATTERN as CATEGORY_PATTERN
+from ledger.memory.decisions import DEFAULT_CATEGORY as DEFAULT_CATEGORY
+from ledger.memory.decisions import MAX_CATEGORY_CHARS as MAX_CATEGORY_CHARS
+from ledger.memory.decisions import MAX_CONTENT_CHARS as MAX_CONTENT_CHARS
+from ledger.memory.decisions import MAX_OUTCOME_BLOCKS as MAX_OUTCOME_BLOCKS
+from ledger.memory.decisions import MAX_REASON_CHARS as MAX_REASON_CHARS
+from ledger.memory.decisions import MAX_TAG_CHARS as MAX_TAG_CHARS
+from ledger.memory.decisions import MAX_TAGS as MAX_TAGS
+from ledger.memory.decisions import TAG_PATTERN as TAG_PATTERN
+from ledger.memory.recall import FRAMES as FRAMES
+from ledger.memory.recall import MAX_TOP_K as MAX_TOP_K
 from ledger.memory.scoring import Scored
 from ledger.sessions.report import Provenance, SearchHit
 from projections.provenance import Origin

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
-import re
 
-from ledger.core.errors import InvalidInput
 from ledger.core.events import ComplianceRefused, ComplianceStamped, MemorySearched
+from ledger.core.request_ids import check_request_id as check_request_id
 from ledger.sessions.locks import locked_message
 from projections.sessions import SessionView
 
@@ -35,13 +34,6 @@ MSG_STORE_DOWN = (
     "Retry when the ledger is back; the gate stays closed until then."
 )
 
-MAX_REQUEST_ID_CHARS = 128
-REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also published in the MCP and REST schemas
-_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
-REQUEST_ID_HELP = (
-    f"1 to {MAX_REQUEST_ID_CHARS} characters: letters, digits and . _ : - (starting with a letter or digit), "
-    "e.g. a UUID; send the same id again only to retry the same request"
-)
 MSG_STORE_BUSY = (
     f"{GATE_CLOSED} The ledger is busy (its write lock was held too long), so nothing was recorded and your "
     "token is unused. Send the same assert_compliance again (with the same request_id, if you sent one)."
@@ -84,20 +76,6 @@ def decide_search(
             token_expires_at=(now + ttl) if ttl else None,
         )
     ]
-
-
-def check_request_id(request_id: str | None) -> str | None:
-    """A caller's request id, if sent, must be short and plain (it is recorded and looked up by value)."""
-    if request_id is None:
-        return None
-    if (
-        not isinstance(request_id, str)
-        or len(request_id) > MAX_REQUEST_ID_CHARS
-        or not _REQUEST_ID.fullmatch(request_id)
-    ):
-        shown = request_id[:40] + "..." if isinstance(request_id, str) and len(request_id) > 40 else request_id
-        raise InvalidInput(f"request_id {shown!r} is not a valid request id", f"send {REQUEST_ID_HELP}")
-    return request_id
 
 
 def decide_assert(

@@ -9,6 +9,18 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ledger.core.errors import StoreUnavailable
+
+# The constants of the interface adapters publish (limits in schemas, the gate's texts in prompts and errors).
+from ledger.sessions.decisions import MAX_FOCUS_CHARS as MAX_FOCUS_CHARS
+from ledger.sessions.decisions import MAX_PATH_CHARS as MAX_PATH_CHARS
+from ledger.sessions.decisions import MAX_ROLE_CHARS as MAX_ROLE_CHARS
+from ledger.sessions.decisions import ROLE_PATTERN as ROLE_PATTERN
+from ledger.sessions.decisions import SESSION_ID_PATTERN as SESSION_ID_PATTERN
+from ledger.sessions.gate import GATE_CLOSED as GATE_CLOSED
+from ledger.sessions.gate import GROUNDING_INSTRUCTION as GROUNDING_INSTRUCTION
+from ledger.sessions.gate import MSG_STORE_BUSY as MSG_STORE_BUSY
+from ledger.sessions.gate import MSG_STORE_DOWN as MSG_STORE_DOWN
+from ledger.sessions.receipts import MAX_RECEIPT_CHARS as MAX_RECEIPT_CHARS
 from projections.compliance import AgentCompliance
 from projections.provenance import Origin
 from projections.search import Hit
@@ -260,3 +272,26 @@ class ComplianceReport(BaseModel):
     position: int
     as_of: _dt.datetime | None
     agents: list[AgentReport]
+
+
+Bucket = Literal["hour", "day"]
+
+
+class SeriesPoint(BaseModel):
+    """What each agent did in one bucket ``[start, start + bucket)``; agents with nothing recorded are left out."""
+
+    start: _dt.datetime
+    agents: list[AgentReport]
+
+
+class ComplianceSeries(BaseModel):
+    """The gate's counts per agent and bucket over ``[start, end)``, and their totals over the window."""
+
+    start: _dt.datetime
+    end: _dt.datetime
+    bucket: Bucket
+    agent: str | None = Field(None, description="the series is limited to this agent")
+    first_position: int = Field(description="the first log position the window covers")
+    last_position: int = Field(description="the last log position the window covers")
+    points: list[SeriesPoint]
+    totals: list[AgentReport] = Field(description="each agent's counts over the whole window")

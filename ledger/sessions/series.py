@@ -11,39 +11,15 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Hashable, Mapping
-from typing import Literal
-
-from pydantic import BaseModel, Field
 
 from ledger.core import access
 from ledger.core.errors import InvalidInput
 from ledger.kernel import Actor, Kernel
-from ledger.sessions.report import AgentReport
+from ledger.sessions.report import AgentReport, Bucket, ComplianceSeries, SeriesPoint
 from projections.compliance import AgentCompliance, combined
 
-Bucket = Literal["hour", "day"]
 STEP: dict[str, _dt.timedelta] = {"hour": _dt.timedelta(hours=1), "day": _dt.timedelta(days=1)}
 MAX_BUCKETS = 744  # 31 days by the hour, or two years by the day
-
-
-class SeriesPoint(BaseModel):
-    """What each agent did in one bucket ``[start, start + bucket)``; agents with nothing recorded are left out."""
-
-    start: _dt.datetime
-    agents: list[AgentReport]
-
-
-class ComplianceSeries(BaseModel):
-    """The gate's counts per agent and bucket over ``[start, end)``, and their totals over the window."""
-
-    start: _dt.datetime
-    end: _dt.datetime
-    bucket: Bucket
-    agent: str | None = Field(None, description="the series is limited to this agent")
-    first_position: int = Field(description="the first log position the window covers")
-    last_position: int = Field(description="the last log position the window covers")
-    points: list[SeriesPoint]
-    totals: list[AgentReport] = Field(description="each agent's counts over the whole window")
 
 
 def floor(moment: _dt.datetime, bucket: Bucket) -> _dt.datetime:

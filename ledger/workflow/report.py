@@ -7,6 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+# The constants of the interface, which adapters publish (limits in schemas, texts in answers).
+from ledger.workflow.decisions import MAX_DNA_BYTES as MAX_DNA_BYTES
+from ledger.workflow.decisions import MAX_TASK_ID_CHARS as MAX_TASK_ID_CHARS
+from ledger.workflow.decisions import MAX_TITLE_CHARS as MAX_TITLE_CHARS
+from ledger.workflow.decisions import RESTORE as RESTORE
+from ledger.workflow.decisions import TASK_ID_PATTERN as TASK_ID_PATTERN
+from ledger.workflow.decisions import TERMINAL as TERMINAL
+from ledger.workflow.decisions import Workflow as Workflow
+
 
 class WorkReport(BaseModel):
     """Work reported on a task through manage_task / manage_context / manage_subtask."""

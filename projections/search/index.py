@@ -39,7 +39,7 @@ from ledger.core.events import (
     from_payload_json,
 )
 from ledger.core.mapper import decode
-from ledger.core.storage import INDEX_LOCK, SqlEventStore, translate_errors
+from ledger.core.storage import INDEX_LOCK, LedgerStore, translate_errors
 from ledger.core.text import printable
 from projections import provenance
 from projections.embedder import SemanticUnavailable
@@ -79,7 +79,7 @@ class SearchIndex:
 
     def __init__(
         self,
-        store: SqlEventStore,
+        store: LedgerStore,
         rank_at_most: int = RANK_AT_MOST,
         semantic: EmbeddingIndex | Callable[[], EmbeddingIndex] | None = None,
         min_similarity: float = MIN_SIMILARITY,

@@ -1,4 +1,5 @@
-"""Active hours measured from a real ledger: overlapping sessions once, idle gaps and holidays not at all."""
+"""Active hours measured from a ledger (on the in-memory store: a fold of its sessions): overlapping sessions once,
+idle gaps and holidays not at all."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from freezegun import freeze_time
 
 from ledger.service import Actor
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 T0 = _dt.datetime(2026, 5, 4, 9, 0, tzinfo=_dt.UTC)
 A, B = Actor("a", "mcp"), Actor("b", "mcp")
@@ -16,7 +17,7 @@ A, B = Actor("a", "mcp"), Actor("b", "mcp")
 
 def test_overlapping_sessions_count_once_and_a_weeks_holiday_adds_nothing(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         first = ledger.clock_in(A, "dev").session_id  # 09:00
         clock.tick(_dt.timedelta(hours=1))
         second = ledger.clock_in(B, "dev").session_id  # 10:00

@@ -1,4 +1,7 @@
-"""Seed 001's SUCCESS_CRITERIA and GUIDANCE_EXAMPLES through the service, on a real git repository."""
+"""Seed 001's SUCCESS_CRITERIA and GUIDANCE_EXAMPLES through the service, on a real git repository.
+
+The rules are the anchor handlers' and decisions', not the store's: the service runs on the in-memory store
+(``MEMORY``); the CLI's test opens the ledger's SQLite file from a command line."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import pytest
 from ledger.anchor.report import AnchorResult
 from ledger.service import Actor, Ledger
 from tests.anchor_support import git, proof
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 WHO = Actor("dev-1", "mcp")
 GOOD_TENSION = "L1::[keep the API stable]⇌CTX:src/app.py[line 1 is the entry point]→TRIGGER[add a test first]"
@@ -17,6 +20,12 @@ GOOD_TENSION = "L1::[keep the API stable]⇌CTX:src/app.py[line 1 is the entry p
 
 @pytest.fixture
 def ledger(make_ledger: LedgerFactory, tmp_path: Path) -> Ledger:
+    return make_ledger(MEMORY, project_roots=[str(tmp_path / "projects")])
+
+
+@pytest.fixture
+def file_ledger(make_ledger: LedgerFactory, tmp_path: Path) -> Ledger:
+    """On the SQLite file under ``--home``, which a command line opens too."""
     return make_ledger(project_roots=[str(tmp_path / "projects")])
 
 
@@ -187,8 +196,9 @@ def test_paths_escaping_the_working_directory_are_rejected_without_revealing_exi
 
 
 def test_the_cli_validates_a_proof_file_and_unlocks_a_locked_session(
-    ledger: Ledger, project: Path, tmp_path: Path
+    file_ledger: Ledger, project: Path, tmp_path: Path
 ) -> None:
+    ledger = file_ledger
     import json
 
     from typer.testing import CliRunner

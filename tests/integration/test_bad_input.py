@@ -1,4 +1,5 @@
-"""Bad input gets a clear error saying what to send instead, and appends nothing — at every front end."""
+"""Bad input gets a clear error saying what to send instead, and appends nothing — at every front end. The edges
+and the decisions refuse it before the store is reached: the ledgers are on the in-memory store (``MEMORY``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from api.settings import Settings
 from ledger.core.errors import Conflict, Forbidden, InvalidInput, LedgerError, NotFound
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 from tests.server_support import HTTP_TIMEOUT, running
 
 ALICE, BOB = Actor("alice", "cli"), Actor("bob", "cli")
@@ -23,8 +24,8 @@ UNKNOWN = "ses_" + "ab" * 10
 
 
 @pytest.fixture
-def setup(make_ledger: LedgerFactory, db_url: str) -> tuple[Ledger, str, str]:
-    ledger = make_ledger(db_url)
+def setup(make_ledger: LedgerFactory) -> tuple[Ledger, str, str]:
+    ledger = make_ledger(MEMORY)
     sid = ledger.clock_in(ALICE, "dev").session_id
     closed = ledger.clock_in(ALICE, "dev").session_id
     ledger.clock_out(ALICE, closed)
@@ -105,7 +106,7 @@ def test_content_exactly_at_the_limit_is_accepted(setup: tuple[Ledger, str, str]
 def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(
     make_ledger: LedgerFactory, tmp_path: Path
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     with running(ledger, Settings(home=tmp_path)) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
         sid = http.post("/sessions", json={"role": "dev"}).json()["session_id"]
         head = ledger.store.head()
@@ -131,7 +132,7 @@ def test_rest_rejects_malformed_json_unknown_fields_and_oversized_content(
 async def test_mcp_rejects_unknown_arguments_and_bad_values_without_appending(
     make_ledger: LedgerFactory,
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     async with Client(build_mcp(ledger, agent="alice", open_default_session=True)) as client:
         head = ledger.store.head()
         unknown = await client.call_tool("assert_compliance", {"agent": "root"})

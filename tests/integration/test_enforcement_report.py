@@ -1,5 +1,6 @@
 """The enforcement report (seed 004 §7.2) on a real database: totals, per tool and agent, current levels, problem
-areas, as of a past moment, and the ``report enforcement`` command."""
+areas, as of a past moment (on the in-memory store: the report is a fold), and the ``report enforcement`` command
+(on the SQLite file a command line opens)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ledger.core.errors import InvalidInput
 from ledger.enforcement import decisions as enf
 from ledger.enforcement.report import EnforcementReport
 from ledger.service import Actor, Ledger
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 GOOD, LAZY = Actor("good-bot", "mcp"), Actor("lazy-bot", "mcp")
 T0 = _dt.datetime(2026, 3, 1, 9, 0, tzinfo=_dt.UTC)
@@ -49,9 +50,9 @@ def record_history(ledger: Ledger, clock: Clock) -> None:
 
 
 @pytest.fixture
-def history(make_ledger: LedgerFactory, db_url: str) -> Ledger:
+def history(make_ledger: LedgerFactory) -> Ledger:
     clock = Clock()
-    ledger = make_ledger(db_url, clock=clock)
+    ledger = make_ledger(MEMORY, clock=clock)
     record_history(ledger, clock)
     return ledger
 

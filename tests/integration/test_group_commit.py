@@ -17,10 +17,10 @@ from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.storage import SqlEventStore
 from tests.integration.test_store_contract import (
     META,
-    StoreFactory,
+    SqlStoreFactory,
     count_rows,
     install_insert_trigger,
-    make_store,  # noqa: F401 (a fixture)
+    make_sql_store,  # noqa: F401 (a fixture: group commit is the SQL store's)
     searched,
     started,
 )
@@ -29,8 +29,8 @@ READY_WAIT = 120.0  # a readiness bound for a loaded machine, not a timing expec
 
 
 @pytest.fixture
-def store(make_store: StoreFactory) -> SqlEventStore:  # noqa: F811
-    return make_store()
+def store(make_sql_store: SqlStoreFactory) -> SqlEventStore:  # noqa: F811
+    return make_sql_store()
 
 
 Outcome = list[RecordedEvent] | BaseException
@@ -193,12 +193,12 @@ def test_a_group_written_without_reading_first_still_checks_every_version_under_
 
 
 def test_a_group_after_another_writers_append_reads_the_new_head_and_versions(
-    make_store: StoreFactory,  # noqa: F811
+    make_sql_store: SqlStoreFactory,  # noqa: F811
 ) -> None:
     """Another store (another process, say) appends between this store's commits: the head and versions this
     store remembers are stale, so its group reads them again; the chain extends the real head and a member
     that the other writer overtook fails alone."""
-    store, other = make_store(), make_store()
+    store, other = make_sql_store(), make_sql_store()
     store.append("session:shared", 0, [started("shared")], META)
     other.append("session:shared", 1, [searched("shared", "other")], META)
     first = ("session:lead", 0, [started("lead")])

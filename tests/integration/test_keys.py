@@ -1,5 +1,6 @@
-"""API keys on a real database (SQLite and PostgreSQL): roles, revocation seen across processes, an auditor that
-changes nothing, and agent keys that read only their own."""
+"""API keys: roles, revocation seen across processes, an auditor that changes nothing, and agent keys that read only
+their own. The rules are the key handlers': ``ledger`` is on the in-memory store; a v1 row written into the table
+and a second process on the same database need a real one (``sql_ledger``, ``db_url``: SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,18 @@ BOB = Actor("bob", "rest", role="agent", by_key=True)
 AUDITOR = Actor("carol", "rest", role="auditor", by_key=True)
 
 
-def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(ledger: Ledger) -> None:
+@pytest.fixture
+def ledger(memory_ledger: Ledger) -> Ledger:
+    return memory_ledger
+
+
+@pytest.fixture
+def sql_ledger(make_ledger: LedgerFactory, db_url: str) -> Ledger:
+    return make_ledger(db_url)
+
+
+def test_a_key_stored_as_a_v1_admin_flag_is_read_back_as_an_admin_role(sql_ledger: Ledger) -> None:
+    ledger = sql_ledger
     from ledger.keys.decisions import digest
 
     position, prev_hash = ledger.store.head()

@@ -1,7 +1,9 @@
 """The memory lifecycle of seed 002 on a real ledger: tiers, decay by active hours, frames and guarantees,
 recall reinforcement, curate, outcomes, and replay agreeing with the live system.
 
-Time only moves through freezegun; active hours accrue only while a session is clocked in.
+Time only moves through freezegun; active hours accrue only while a session is clocked in. The lifecycle is the
+memory handlers' and folds': its ledgers are on the in-memory store (``MEMORY``), except where a second process
+opens the same database or the search index's SQL is the subject (``db_url``: SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ledger.memory.report import BlockOut
 from ledger.service import Actor, Ledger
 from projections.decay import LAMBDA, Tier
 from projections.search import index as search_index
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 T0 = _dt.datetime(2026, 6, 1, 8, 0, tzinfo=_dt.UTC)
 ELF = Actor("elf", "mcp")
@@ -61,7 +63,7 @@ def constitutional_ids(ledger: Ledger) -> set[str]:
 def test_a_blocks_tier_and_decay_rate_follow_from_its_tags_and_category(
     make_ledger: LedgerFactory, tags: list[str], category: str | None, tier: Tier
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     who = OPERATOR if "self/constitutional" in tags else ELF  # only a person adds to the constitution
     block_id = ledger.remember(who, "Migrations run before the deploy.", tags, category=category).block_id
     got = block(ledger, block_id)
@@ -69,14 +71,14 @@ def test_a_blocks_tier_and_decay_rate_follow_from_its_tags_and_category(
 
 
 def test_step6_constitutional_tag_assigns_permanent_tier(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     tiers = {b.tier for b in ledger.memory_blocks(tag="self/constitutional").blocks}
     assert tiers == {"permanent"}
 
 
 def test_step6_seed_creates_10_constitutional_blocks(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     result = ledger.setup_memory(ELF)
     listed = ledger.memory_blocks(tag="self/constitutional").blocks
     assert len(result.created) == 10 == result.constitutional_blocks == len(listed)
@@ -85,7 +87,7 @@ def test_step6_seed_creates_10_constitutional_blocks(make_ledger: LedgerFactory)
 
 
 def test_step6_init_seeds_constitutional_idempotent(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     again = ledger.setup_memory(ELF)
     assert again.created == [] and len(again.already_present) == 10
@@ -99,7 +101,7 @@ def test_half_lives_are_693_and_69_3_active_hours_and_the_constitution_survives_
     make_ledger: LedgerFactory,
 ) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         standard = ledger.remember(ELF, "The CI cache lives in S3.", ["project/ci"]).block_id
         durable = ledger.remember(ELF, "Prefer small reversible changes.", ["self/value"]).block_id
         permanent = ledger.remember(OPERATOR, "I keep my word.", ["self/constitutional"]).block_id
@@ -118,7 +120,7 @@ def test_half_lives_are_693_and_69_3_active_hours_and_the_constitution_survives_
 
 def test_step6_constitutional_survives_long_decay(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         ledger.setup_memory(ELF)
         work(ledger, clock, 10_000)
         recencies = [b.score.recency for b in ledger.memory_blocks(tag="self/constitutional").blocks]
@@ -127,7 +129,7 @@ def test_step6_constitutional_survives_long_decay(make_ledger: LedgerFactory) ->
 
 def test_a_week_of_idle_wall_clock_time_between_sessions_changes_no_score(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         ledger.setup_memory(ELF)
         a = ledger.remember(ELF, "Staging resets every Monday.", ["project/env"]).block_id
         ledger.remember(ELF, "Saw a flaky test in the payments suite.", ["project/ci"], category="observation")
@@ -156,11 +158,11 @@ DOMAIN_VALUES = [
 
 
 def test_step6_constitutional_blocks_guaranteed_in_self_frame_even_when_they_score_lower(
-    make_ledger: LedgerFactory, db_url: str
+    make_ledger: LedgerFactory,
 ) -> None:
     """Seed 002 "Guarantee Enforcement" and Step 6 tests 2 and 6: constitutional candidates take their slots
     first although domain values outscore them; the domain values fill the remaining slots by score."""
-    ledger = make_ledger(db_url)
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     values = [ledger.remember(ELF, text, ["self/value", "project/perf"]).block_id for text in DOMAIN_VALUES]
     ledger.outcome(ELF, values, 1.0)  # the domain values proved useful: higher confidence than the constitution
@@ -195,7 +197,7 @@ def test_step6_domain_values_compete_for_non_guaranteed_slots_without_a_query(ma
     """Seed 002 edge case 1 and Step 6 test 6: a queryless SELF recall with ``top_k=5`` reserves at most two slots
     for constitutional blocks; the domain values take the other slots (the other constitutional blocks only fill
     slots nothing else can, issue 23). The similarity weight is dropped."""
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     values = [ledger.remember(ELF, text, ["self/value"]).block_id for text in DOMAIN_VALUES[:4]]
     ledger.remember(ELF, "Domain knowledge outside the self frame.", ["project/x"])
@@ -218,7 +220,7 @@ def test_step6_domain_values_compete_for_non_guaranteed_slots_without_a_query(ma
 def test_with_top_k_above_the_values_the_constitution_fills_the_slots_left_after_its_two_reserved(
     make_ledger: LedgerFactory,
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     values = {ledger.remember(ELF, text, ["self/value"]).block_id for text in DOMAIN_VALUES[:4]}
     result = ledger.recall(ELF, frame="self", top_k=12)
@@ -230,7 +232,7 @@ def test_with_top_k_above_the_values_the_constitution_fills_the_slots_left_after
 
 
 def test_the_self_frame_holds_only_self_blocks_and_the_budget_trims_the_text(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     ledger.remember(ELF, "evidence " * 200, ["project/notes"])  # not a self block: never in the self frame
     long_value = ledger.remember(ELF, "Evidence matters. " + "x" * 3000, ["self/value"]).block_id
@@ -242,7 +244,7 @@ def test_the_self_frame_holds_only_self_blocks_and_the_budget_trims_the_text(mak
 
 
 def test_a_single_block_larger_than_the_budget_is_cut_to_fit(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     huge = ledger.remember(ELF, "checkpoint " * 900, ["project/notes"]).block_id
     result = ledger.recall(ELF, "checkpoint", frame="task", top_k=3)
     assert [b.block_id for b in result.blocks] == [huge]
@@ -251,7 +253,7 @@ def test_a_single_block_larger_than_the_budget_is_cut_to_fit(make_ledger: Ledger
 
 
 def test_the_task_frame_guarantees_goals_and_renders_them_apart(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     goal = ledger.remember(ELF, "Ship the billing export this sprint.", ["self/goal"]).block_id
     for i in range(6):
         ledger.remember(ELF, f"Billing export detail {i}: billing billing export export CSV.", ["project/billing"])
@@ -262,7 +264,7 @@ def test_the_task_frame_guarantees_goals_and_renders_them_apart(make_ledger: Led
 
 def test_recall_reinforces_what_it_returns_and_links_co_retrieved_blocks(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         a = ledger.remember(ELF, "Redis holds the session cache.", ["project/cache"]).block_id
         b = ledger.remember(ELF, "The session cache evicts after an hour.", ["project/cache"]).block_id
         c = ledger.remember(ELF, "Unrelated: the logo is blue.", ["project/brand"]).block_id
@@ -277,7 +279,7 @@ def test_recall_reinforces_what_it_returns_and_links_co_retrieved_blocks(make_le
 
 
 def test_a_recall_with_a_query_issues_the_token_and_a_queryless_one_does_not(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     sid = ledger.clock_in(ELF, "dev").session_id
     ledger.recall(ELF, frame="self", session_id=sid)
@@ -293,7 +295,7 @@ def test_a_recall_with_a_query_issues_the_token_and_a_queryless_one_does_not(mak
 
 
 def test_recall_in_someone_elses_session_is_refused_and_records_nothing(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     sid = ledger.clock_in(Actor("other", "mcp"), "dev").session_id
     head = ledger.store.head()
@@ -315,7 +317,7 @@ def test_recall_in_someone_elses_session_is_refused_and_records_nothing(make_led
 def test_bad_recall_input_says_what_to_send_and_changes_nothing(
     make_ledger: LedgerFactory, kwargs: dict[str, object], hint: str
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.setup_memory(ELF)
     head = ledger.store.head()
     with pytest.raises(InvalidInput) as err:
@@ -330,7 +332,7 @@ def test_bad_recall_input_says_what_to_send_and_changes_nothing(
 def test_outcomes_update_confidence_by_a_beta_update_and_a_bad_signal_doubles_decay(
     make_ledger: LedgerFactory,
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     good = ledger.remember(ELF, "Feature flags guard risky launches.", ["project/release"]).block_id
     bad = ledger.remember(ELF, "Deploy on Fridays.", ["project/release"], category="observation").block_id
     first = ledger.outcome(ELF, [good, bad], 1.0)
@@ -357,7 +359,7 @@ def test_outcomes_update_confidence_by_a_beta_update_and_a_bad_signal_doubles_de
 def test_bad_outcomes_are_refused_and_change_nothing(
     make_ledger: LedgerFactory, ids: list[str] | None, signal: float, error: type[Exception]
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     real = ledger.remember(ELF, "Something real.", []).block_id
     head = ledger.store.head()
     with pytest.raises(error):
@@ -370,7 +372,7 @@ def test_bad_outcomes_are_refused_and_change_nothing(
 
 def test_step6_curate_reinforces_constitutional(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         ledger.setup_memory(ELF)
         work(ledger, clock, 3)
         result = ledger.curate(ELF)
@@ -403,7 +405,7 @@ def test_curate_archives_the_decayed_spares_bridges_and_the_constitution_prunes_
     make_ledger: LedgerFactory,
 ) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         ledger.setup_memory(ELF)
         ids = _curate_world(ledger, clock)
         assert ledger.memory_stats().curates == 0
@@ -440,7 +442,7 @@ def test_curate_archives_the_decayed_spares_bridges_and_the_constitution_prunes_
 
 def test_curate_runs_by_itself_once_every_40_active_hours(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as clock:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         ledger.setup_memory(ELF)
         _curate_world(ledger, clock)  # 39 active hours: recalls so far curated nothing
         ledger.recall(ELF, "alpha")

@@ -4,14 +4,14 @@ memory change changed nothing there), the one asked for in a replay — never th
 from __future__ import annotations
 
 from ledger.service import Actor
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 ELF = Actor("elf", "mcp")
 BOB = Actor("bob", "mcp")
 
 
-def test_a_live_memory_read_stands_at_the_head_of_the_log(make_ledger: LedgerFactory, db_url: str) -> None:
-    ledger = make_ledger(db_url)
+def test_a_live_memory_read_stands_at_the_head_of_the_log(make_ledger: LedgerFactory) -> None:
+    ledger = make_ledger(MEMORY)
     block = ledger.remember(ELF, "The billing export runs nightly at 02:00.", ["project/billing"]).block_id
     remembered_at = ledger.store.head()[0]
     sid = ledger.clock_in(BOB, "dev").session_id  # events that do not touch memory, after it

@@ -1,4 +1,7 @@
-"""Receipts: genuine ones verify at every front end; forged, altered or orphaned ones are ``valid: false``."""
+"""Receipts: genuine ones verify at every front end; forged, altered or orphaned ones are ``valid: false``.
+
+Checking a receipt against the log is the sessions' handler's: on the in-memory store (``MEMORY``), except an event
+altered behind the store's back and the command line, which need the SQLite file."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.service import Actor, Ledger
 from ledger.sessions import receipts
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 WHO = Actor("alice", "mcp")
 
@@ -36,8 +39,8 @@ def tamper_claims(receipt: str, **changes: object) -> str:
     return f"{prefix}.{raw}.{sig}"
 
 
-def test_a_genuine_receipt_points_at_its_stamp_event(make_ledger: LedgerFactory, db_url: str) -> None:
-    ledger = make_ledger(db_url)
+def test_a_genuine_receipt_points_at_its_stamp_event(make_ledger: LedgerFactory) -> None:
+    ledger = make_ledger(MEMORY)
     receipt = stamped(ledger)
     verdict = ledger.verify_stamp(receipt)
     record = ledger.store.get(verdict.position or 0)
@@ -48,7 +51,7 @@ def test_a_genuine_receipt_points_at_its_stamp_event(make_ledger: LedgerFactory,
 def test_altered_claims_forged_signatures_and_other_keys_are_not_genuine(
     make_ledger: LedgerFactory, tmp_path: Path
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     receipt = stamped(ledger)
     other_key = signing.SigningKey.generate()
     forged = receipts.sign(
@@ -97,8 +100,8 @@ def test_the_cli_verifies_a_receipt_and_exits_non_zero_for_a_forgery(
     assert bad.exit_code == 1 and "NOT genuine" in bad.stdout
 
 
-def test_new_receipts_are_ed25519_and_old_hmac_receipts_keep_verifying(make_ledger: LedgerFactory, db_url: str) -> None:
-    ledger = make_ledger(db_url)
+def test_new_receipts_are_ed25519_and_old_hmac_receipts_keep_verifying(make_ledger: LedgerFactory) -> None:
+    ledger = make_ledger(MEMORY)
     receipt = stamped(ledger)
     new = ledger.verify_stamp(receipt)
     assert new.position is not None and new.event_hash is not None and new.session_id is not None
@@ -117,10 +120,8 @@ ABSURD = ["1e999", "Infinity", "-Infinity", "NaN", str(2**64), str(2**63), "-1",
 
 
 @pytest.mark.parametrize("claim", ["p", "c"])
-def test_receipts_carrying_absurd_numbers_are_not_genuine_never_a_crash(
-    make_ledger: LedgerFactory, db_url: str, claim: str
-) -> None:
-    ledger = make_ledger(db_url)
+def test_receipts_carrying_absurd_numbers_are_not_genuine_never_a_crash(make_ledger: LedgerFactory, claim: str) -> None:
+    ledger = make_ledger(MEMORY)
     genuine = (stamped(ledger), receipts.sign_hmac(ledger.key, position=2, hash="a" * 64, session_id="s", count=1))
     for receipt in genuine:
         prefix, claims, sig = receipt.split(".")

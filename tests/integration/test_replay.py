@@ -1,4 +1,5 @@
-"""Replay from zero equals the live projections, at the head and at every earlier position and moment."""
+"""Replay from zero equals the live projections, at the head and at every earlier position and moment (folds over
+the log: on the in-memory store, whose reads the store contract holds to the SQL stores')."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from freezegun import freeze_time
 from ledger.service import Actor, Ledger
 from ledger.sessions.report import AgentReport
 from projections.runner import ALL, COMPLIANCE, ProjectionRunner
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 ALICE, BOB, CAROL = Actor("alice", "mcp"), Actor("bob", "rest"), Actor("carol", "cli")
@@ -50,13 +51,13 @@ class Activity:
 
 
 @pytest.fixture
-def activity(make_ledger: LedgerFactory, db_url: str) -> Activity:
+def activity(make_ledger: LedgerFactory) -> Activity:
     """Several agents and sessions, searches, passes, fails of every kind and duplicates.
 
     A live runner catches up incrementally after each operation and its states are recorded.
     """
     with freeze_time(T0) as frozen:
-        ledger = make_ledger(db_url)
+        ledger = make_ledger(MEMORY)
         live = ProjectionRunner(ALL)
         snapshots: list[Snapshot] = []
         sessions: dict[str, str] = {}

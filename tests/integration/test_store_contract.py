@@ -1,11 +1,16 @@
-"""The event-store contract, written once and run on a real SQLite file and a real PostgreSQL schema.
+"""The event-store contract (:mod:`ledger.core.storage.contract`), written once and run on every implementation:
+the in-memory store, a real SQLite file and a real PostgreSQL schema (STYLE 11, as eventsourcing runs one recorder
+suite per backend).
 
-Every test takes ``db_url`` (or a fixture built on it), so each runs on both backends (STYLE 11). Tests that
-only make sense on one backend (TRUNCATE, killing the server connection) say so in their name.
+The contract's tests take ``store``, ``filled`` or ``make_store`` (parametrised by ``backend``: three runs each).
+Tests of what only a SQL database has (its triggers, TRUNCATE, a killed connection, rows altered or inserted behind
+the store's back, the authenticators) take ``sql_store`` / ``sql_filled`` (``db_url``: SQLite and PostgreSQL) and
+say so in their section; tests of one database say which in their name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import itertools
 import threading
@@ -33,11 +38,12 @@ from ledger.core.events import (
     SessionStarted,
 )
 from ledger.core.mapper import decode
-from ledger.core.storage import RowKey, SqlEventStore, make_engine
+from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine
+from ledger.core.tlog import merkle
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from projections.search import SearchIndex
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 from tests.server_support import READY_WITHIN
 from tests.store_support import TEST_ROW_KEY, insert_as_ledger
 
@@ -46,16 +52,15 @@ META = {"agent": "alice", "source": "cli"}
 ALICE = Actor("alice", "mcp")
 UNREACHABLE_PG = "postgresql://postgres@127.0.0.1:1/test"
 
-StoreFactory = Callable[..., SqlEventStore]
+StoreFactory = Callable[..., LedgerStore]
+SqlStoreFactory = Callable[..., SqlEventStore]
 
 
-@pytest.fixture
-def make_store(db_url: str) -> Iterator[StoreFactory]:
-    """Open stores on the test's database (schema created); their engines are disposed afterwards."""
+def sql_stores(url: str) -> Iterator[SqlStoreFactory]:
     engines: list[sa.engine.Engine] = []
 
     def factory(clock: _clock.Clock = _clock.now) -> SqlEventStore:
-        engine = make_engine(db_url)
+        engine = make_engine(url)
         engines.append(engine)
         store = SqlEventStore(engine, clock=clock, row_key=TEST_ROW_KEY)
         store.create_schema()
@@ -66,9 +71,46 @@ def make_store(db_url: str) -> Iterator[StoreFactory]:
         engine.dispose()
 
 
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each implementation of the store contract: in memory, a SQLite file, a PostgreSQL schema."""
+    return str(request.param)
+
+
 @pytest.fixture
-def store(make_store: StoreFactory) -> SqlEventStore:
+def make_store(request: pytest.FixtureRequest, backend: str) -> Iterator[StoreFactory]:
+    """Open stores on the test's backend. On a database each call opens a store of its own on it (as another
+    process would); in memory there is one log, so every call after the first returns that same store."""
+    if backend == "memory":
+        opened: list[MemoryStore] = []
+
+        def in_memory(clock: _clock.Clock = _clock.now) -> LedgerStore:
+            if not opened:
+                opened.append(MemoryStore(clock, row_key=TEST_ROW_KEY))
+            return opened[0]
+
+        yield in_memory
+        for store in opened:
+            store.dispose()
+        return
+    url = str(request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url"))
+    yield from sql_stores(url)
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> LedgerStore:
     return make_store()
+
+
+@pytest.fixture
+def make_sql_store(db_url: str) -> Iterator[SqlStoreFactory]:
+    """Open SQL stores on the test's database (schema created); their engines are disposed afterwards."""
+    yield from sql_stores(db_url)
+
+
+@pytest.fixture
+def sql_store(make_sql_store: SqlStoreFactory) -> SqlEventStore:
+    return make_sql_store()
 
 
 def started(sid: str) -> SessionStarted:
@@ -83,17 +125,22 @@ def remembered(content: str, tags: Sequence[str] = ()) -> MemoryRemembered:
     return MemoryRemembered(block_id=memory.block_id_for(content), content=content, tags=list(tags))
 
 
-def remember(store: SqlEventStore, content: str, tags: Sequence[str] = ()) -> None:
+def remember(store: LedgerStore, content: str, tags: Sequence[str] = ()) -> None:
     event = remembered(content, tags)
     store.append(memory.stream_for(event.block_id), 0, [event], META)
 
 
-def count_rows(store: SqlEventStore) -> int:
+def count_rows(store: LedgerStore) -> int:
+    """The rows of the ``events`` table; in memory, the events of the log (and its side tables' copy of their
+    positions and types, which must hold as many)."""
     with store.engine.connect() as conn:
-        return int(conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar_one())
+        rows = int(conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar_one())
+    if isinstance(store, MemoryStore):
+        assert rows == len(list(store.iter_records()))
+    return rows
 
 
-def raw(store: SqlEventStore, *statements: str, params: Sequence[Any] = ()) -> None:
+def raw(store: LedgerStore, *statements: str, params: Sequence[Any] = ()) -> None:
     """Run SQL straight on the database, behind the store's back."""
     with store.engine.begin() as conn:
         for statement in statements:
@@ -103,14 +150,14 @@ def raw(store: SqlEventStore, *statements: str, params: Sequence[Any] = ()) -> N
                 conn.exec_driver_sql(statement)
 
 
-def drop_append_only_triggers(store: SqlEventStore) -> None:
+def drop_append_only_triggers(store: LedgerStore) -> None:
     if store.dialect == "sqlite":
         raw(store, "DROP TRIGGER events_reject_update", "DROP TRIGGER events_reject_delete")
     else:
         raw(store, "DROP TRIGGER events_reject_change ON events")
 
 
-def install_insert_trigger(store: SqlEventStore, marker: str, pg_action: str) -> None:
+def install_insert_trigger(store: LedgerStore, marker: str, pg_action: str) -> None:
     """Make the database itself fail any insert whose payload contains ``marker`` (mid-append failure)."""
     if store.dialect == "sqlite":
         raw(
@@ -144,7 +191,7 @@ ACTIVITY: list[tuple[str, list[DomainEvent]]] = [
 ]
 
 
-def fill(store: SqlEventStore) -> None:
+def fill(store: LedgerStore) -> None:
     versions: dict[str, int] = {}
     for stream, events in ACTIVITY:
         recorded = store.append(stream, versions.get(stream, 0), events, META)
@@ -152,15 +199,21 @@ def fill(store: SqlEventStore) -> None:
 
 
 @pytest.fixture
-def filled(store: SqlEventStore) -> SqlEventStore:
+def filled(store: LedgerStore) -> LedgerStore:
     fill(store)
     return store
+
+
+@pytest.fixture
+def sql_filled(sql_store: SqlEventStore) -> SqlEventStore:
+    fill(sql_store)
+    return sql_store
 
 
 # --- positions and versions ---------------------------------------------------------------------------------
 
 
-def test_positions_are_one_based_and_gapless_across_streams(filled: SqlEventStore) -> None:
+def test_positions_are_one_based_and_gapless_across_streams(filled: LedgerStore) -> None:
     positions = [r.position for r in filled.iter_records()]
     assert positions == list(range(1, 11))
     assert filled.head()[0] == 10
@@ -168,7 +221,7 @@ def test_positions_are_one_based_and_gapless_across_streams(filled: SqlEventStor
 
 
 def test_append_returns_the_recorded_events_with_their_positions_versions_and_hashes(
-    store: SqlEventStore,
+    store: LedgerStore,
 ) -> None:
     first = store.append("session:a", 0, [started("a")], META)
     more = store.append("session:a", 1, [searched("a"), searched("a", "two")], META)
@@ -178,7 +231,7 @@ def test_append_returns_the_recorded_events_with_their_positions_versions_and_ha
     assert all(dict(r.meta) == META for r in more)
 
 
-def test_versions_count_from_one_in_each_stream(filled: SqlEventStore) -> None:
+def test_versions_count_from_one_in_each_stream(filled: LedgerStore) -> None:
     expected = {"session:a": [1, 3, 4, 7, 10], "session:b": [2, 6, 8], "block:c": [5, 9]}
     for stream, positions in expected.items():
         state = filled.load_stream(stream)
@@ -189,12 +242,12 @@ def test_versions_count_from_one_in_each_stream(filled: SqlEventStore) -> None:
         assert all(r.stream == stream for r in state.events)
 
 
-def test_an_unknown_stream_loads_empty_at_version_zero(filled: SqlEventStore) -> None:
+def test_an_unknown_stream_loads_empty_at_version_zero(filled: LedgerStore) -> None:
     state = filled.load_stream("session:nobody")
     assert state.version == 0 and state.events == []
 
 
-def test_an_empty_store_has_the_genesis_head_and_verifies(store: SqlEventStore) -> None:
+def test_an_empty_store_has_the_genesis_head_and_verifies(store: LedgerStore) -> None:
     assert store.head() == (0, GENESIS_HASH)
     assert store.verify().ok
     assert list(store.iter_records()) == []
@@ -202,7 +255,7 @@ def test_an_empty_store_has_the_genesis_head_and_verifies(store: SqlEventStore) 
     assert store.head() == (0, GENESIS_HASH)
 
 
-def test_get_returns_the_stored_record_at_a_position(filled: SqlEventStore) -> None:
+def test_get_returns_the_stored_record_at_a_position(filled: LedgerStore) -> None:
     rec = filled.get(5)
     assert rec is not None and rec.position == 5 and rec.stream == "block:c" and rec.type == "MemoryRemembered"
     assert rec.computed_hash() == rec.hash
@@ -214,7 +267,7 @@ def test_get_returns_the_stored_record_at_a_position(filled: SqlEventStore) -> N
 
 @pytest.mark.parametrize("expected", [0, 4, 6, 100])
 def test_a_wrong_expected_version_raises_concurrency_error_and_leaves_no_trace(
-    filled: SqlEventStore, expected: int
+    filled: LedgerStore, expected: int
 ) -> None:
     head, rows = filled.head(), count_rows(filled)
     with pytest.raises(ConcurrencyError) as caught:
@@ -227,7 +280,7 @@ def test_a_wrong_expected_version_raises_concurrency_error_and_leaves_no_trace(
     assert filled.verify().ok
 
 
-def test_expected_version_zero_creates_a_stream_only_once(store: SqlEventStore) -> None:
+def test_expected_version_zero_creates_a_stream_only_once(store: LedgerStore) -> None:
     store.append("session:x", 0, [started("x")], META)
     with pytest.raises(ConcurrencyError):
         store.append("session:x", 0, [started("x")], META)
@@ -240,7 +293,7 @@ def test_threads_racing_for_one_stream_version_let_exactly_one_append_win(make_s
     barrier = threading.Barrier(len(stores))
     outcomes: list[str] = []
 
-    def contender(s: SqlEventStore, i: int) -> None:
+    def contender(s: LedgerStore, i: int) -> None:
         barrier.wait(timeout=READY_WITHIN)
         try:
             s.append("session:r", 1, [searched("r", f"t{i}")], META)
@@ -265,7 +318,7 @@ def test_concurrent_appends_to_different_streams_keep_positions_gapless_and_the_
     barrier = threading.Barrier(len(stores))
     errors: list[BaseException] = []
 
-    def writer(s: SqlEventStore, i: int) -> None:
+    def writer(s: LedgerStore, i: int) -> None:
         try:
             barrier.wait(timeout=READY_WITHIN)
             for version in range(10):
@@ -287,23 +340,25 @@ def test_concurrent_appends_to_different_streams_keep_positions_gapless_and_the_
 # --- all or nothing -----------------------------------------------------------------------------------------
 
 
-def test_a_multi_event_append_that_fails_midway_leaves_no_event(store: SqlEventStore) -> None:
-    store.append("session:a", 0, [started("a")], META)
-    install_insert_trigger(store, "poison", "RAISE EXCEPTION 'poisoned insert'")
-    head, rows = store.head(), count_rows(store)
+def test_a_multi_event_append_that_fails_midway_leaves_no_event(sql_store: SqlEventStore) -> None:
+    """SQL only: the database itself refuses the third row (a trigger). In memory nothing refuses a row that
+    encodes; a refusal while encoding is the next test's, on every backend."""
+    sql_store.append("session:a", 0, [started("a")], META)
+    install_insert_trigger(sql_store, "poison", "RAISE EXCEPTION 'poisoned insert'")
+    head, rows = sql_store.head(), count_rows(sql_store)
     batch = [searched("a", "fine"), searched("a", "also fine"), searched("a", "poison")]
     with pytest.raises(Exception, match="poisoned insert"):
-        store.append("session:a", 1, batch, META)
-    assert store.head() == head
-    assert count_rows(store) == rows
-    assert store.load_stream("session:a").version == 1
-    store.append("session:a", 1, batch[:2], META)  # the store is still usable and the chain continues
-    assert [r.position for r in store.iter_records()] == [1, 2, 3]
-    assert store.verify().ok
+        sql_store.append("session:a", 1, batch, META)
+    assert sql_store.head() == head
+    assert count_rows(sql_store) == rows
+    assert sql_store.load_stream("session:a").version == 1
+    sql_store.append("session:a", 1, batch[:2], META)  # the store is still usable and the chain continues
+    assert [r.position for r in sql_store.iter_records()] == [1, 2, 3]
+    assert sql_store.verify().ok
 
 
 def test_an_append_of_text_without_a_utf8_form_is_refused_as_invalid_input_and_leaves_no_event(
-    store: SqlEventStore,
+    store: LedgerStore,
 ) -> None:
     store.append("session:a", 0, [started("a")], META)
     head, rows = store.head(), count_rows(store)
@@ -349,7 +404,7 @@ FILTERS: list[dict[str, Any]] = [
 
 
 def test_iter_records_and_iter_events_filter_by_stream_type_after_and_until_across_page_boundaries(
-    filled: SqlEventStore,
+    filled: LedgerStore,
 ) -> None:
     everything = list(filled.iter_records())
     assert len(everything) == 10
@@ -373,7 +428,7 @@ def test_iter_records_and_iter_events_filter_by_stream_type_after_and_until_acro
         assert events == [decode(everything[p - 1]) for p in expected], f
 
 
-def test_iter_events_filtered_by_agent_equals_the_decoded_records_of_that_agent(filled: SqlEventStore) -> None:
+def test_iter_events_filtered_by_agent_equals_the_decoded_records_of_that_agent(filled: LedgerStore) -> None:
     filled.append("session:z", 0, [started("z")], {"agent": "zed", "source": "cli"})
     everything = list(filled.iter_records())
     for agent in ("alice", "zed", "nobody"):
@@ -383,22 +438,39 @@ def test_iter_events_filtered_by_agent_equals_the_decoded_records_of_that_agent(
 
 
 def test_paging_returns_every_record_once_when_the_batch_size_divides_the_log_exactly(
-    filled: SqlEventStore,
+    filled: LedgerStore,
 ) -> None:
     for batch_size in (1, 2, 5, 10, 11):
         assert [r.position for r in filled.iter_records(batch_size=batch_size)] == list(range(1, 11))
 
 
-def test_iter_events_decodes_typed_events_with_their_recorded_metadata(filled: SqlEventStore) -> None:
+def test_iter_events_decodes_typed_events_with_their_recorded_metadata(filled: LedgerStore) -> None:
     events = list(filled.iter_events(types=["MemoryRemembered"]))
     assert [type(e.event) for e in events] == [MemoryRemembered]
     assert events[0].stream == "block:c" and events[0].agent == "alice"
     assert isinstance(events[0].recorded_at, _dt.datetime) and events[0].recorded_at.tzinfo is not None
 
 
-def test_load_stream_returns_a_streams_events_in_version_order(filled: SqlEventStore) -> None:
+def test_load_stream_returns_a_streams_events_in_version_order(filled: LedgerStore) -> None:
     state = filled.load_stream("session:b")
     assert [type(r.event) for r in state.events] == [SessionStarted, MemorySearched, ComplianceRefused]
+
+
+def test_load_stream_after_a_version_returns_only_the_later_events_and_the_streams_version(filled: LedgerStore) -> None:
+    for after in range(8):
+        state = filled.load_stream("session:a", after)
+        assert [r.version for r in state.events] == list(range(after + 1, 6)), after
+        assert state.version == max(after, 5), after  # past the end: the version asked for, no events
+
+
+def test_record_of_and_records_at_read_single_records_by_stream_version_and_by_position(filled: LedgerStore) -> None:
+    rec = filled.record_of("session:b", 2)
+    assert rec is not None and rec == filled.get(6)
+    assert filled.record_of("session:b", 4) is None and filled.record_of("session:b", 0) is None
+    assert filled.record_of("session:nobody", 1) is None
+    found = filled.records_at([5, 1, 5, 99, 0])
+    assert sorted(found) == [1, 5]
+    assert all(found[p] == filled.get(p) for p in found)
 
 
 # --- time ---------------------------------------------------------------------------------------------------
@@ -457,13 +529,13 @@ def test_recorded_at_never_goes_backwards_even_when_the_clock_does(make_store: S
 # --- the hash chain in the database -------------------------------------------------------------------------
 
 
-def test_verify_passes_on_an_intact_chain(filled: SqlEventStore) -> None:
+def test_verify_passes_on_an_intact_chain(filled: LedgerStore) -> None:
     report = filled.verify()
     assert report.ok and report.checked == 10 and report.head_position == 10
     assert report.first_bad_position is None
 
 
-def test_verify_reports_progress_and_pages_through_the_log(filled: SqlEventStore) -> None:
+def test_verify_reports_progress_and_pages_through_the_log(filled: LedgerStore) -> None:
     seen: list[int] = []
     report = filled.verify(progress=seen.append, batch_size=3)
     assert report.ok and report.checked == 10
@@ -471,7 +543,7 @@ def test_verify_reports_progress_and_pages_through_the_log(filled: SqlEventStore
 
 
 def test_verify_is_not_fooled_by_an_append_that_lands_while_it_runs(
-    filled: SqlEventStore, monkeypatch: pytest.MonkeyPatch
+    filled: LedgerStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_head = filled.head
 
@@ -488,7 +560,7 @@ def test_verify_is_not_fooled_by_an_append_that_lands_while_it_runs(
     assert filled.verify().head_position == 11
 
 
-def test_each_stored_hash_chains_to_its_predecessor(filled: SqlEventStore) -> None:
+def test_each_stored_hash_chains_to_its_predecessor(filled: LedgerStore) -> None:
     records = list(filled.iter_records())
     assert records[0].prev_hash == GENESIS_HASH
     for before, after in itertools.pairwise(records):
@@ -496,8 +568,59 @@ def test_each_stored_hash_chains_to_its_predecessor(filled: SqlEventStore) -> No
     assert all(r.computed_hash() == r.hash for r in records)
 
 
-def test_an_old_v1_payload_stored_in_the_table_is_read_back_upcast(filled: SqlEventStore) -> None:
-    position, prev_hash = filled.head()
+def reference_root(leaves: Sequence[bytes]) -> bytes:
+    """RFC 9162's MTH by its definition (recursion on the largest power of two below the size)."""
+    if len(leaves) == 1:
+        return merkle.leaf_hash(leaves[0])
+    k = 1
+    while 2 * k < len(leaves):
+        k *= 2
+    return merkle.node_hash(reference_root(leaves[:k]), reference_root(leaves[k:]))
+
+
+def test_the_tree_is_the_rfc_9162_tree_of_the_chain_hashes_with_proofs_that_check(filled: LedgerStore) -> None:
+    leaves = [bytes.fromhex(r.hash) for r in filled.iter_records()]
+    assert filled.tree_size() == len(leaves) == 10
+    for size in range(1, 11):
+        root = filled.tree_root(size)
+        assert root == reference_root(leaves[:size]), size
+        for index in range(size):
+            merkle.verify_inclusion(
+                index, size, merkle.leaf_hash(leaves[index]), filled.prove_inclusion(index, size), root
+            )
+        for old in range(1, size + 1):
+            merkle.verify_consistency(old, size, filled.prove_consistency(old, size), filled.tree_root(old), root)
+    assert [filled.leaf_data(p) for p in range(1, 11)] == leaves
+    assert list(filled.chain_hashes(4)) == [(p, leaves[p - 1].hex()) for p in range(1, 5)]
+    with pytest.raises(InvalidInput):
+        filled.tree_root(11)
+    with pytest.raises(InvalidInput):
+        filled.leaf_data(11)
+
+
+def test_the_memory_store_records_what_a_sql_store_records_for_the_same_events_at_the_same_times(
+    make_sql_store: SqlStoreFactory,
+) -> None:
+    with freeze_time(T0) as frozen:
+        stores: list[LedgerStore] = [MemoryStore(row_key=TEST_ROW_KEY), make_sql_store()]
+        for stream, events in ACTIVITY:
+            for store in stores:
+                version = store.load_stream(stream).version
+                store.append(stream, version, events, META)
+            frozen.tick(_dt.timedelta(seconds=7))
+    memory_store, sql_store = stores
+    assert list(memory_store.iter_records()) == list(sql_store.iter_records())
+    assert memory_store.head() == sql_store.head()
+    assert memory_store.tree_root(10) == sql_store.tree_root(10)
+    assert memory_store.prove_consistency(3, 10) == sql_store.prove_consistency(3, 10)
+    memory_store.dispose()
+
+
+# --- SQL only: the database behind the store (its triggers, rows written or altered behind the store's back) ---
+
+
+def test_an_old_v1_payload_stored_in_the_table_is_read_back_upcast(sql_filled: SqlEventStore) -> None:
+    position, prev_hash = sql_filled.head()
     fields: dict[str, Any] = dict(
         position=position + 1,
         stream="block:blk_legacy",
@@ -510,19 +633,19 @@ def test_an_old_v1_payload_stored_in_the_table_is_read_back_upcast(filled: SqlEv
         prev_hash=prev_hash,
     )
     row = StoredRecord(**fields, hash=record_hash(**fields))
-    insert_as_ledger(filled, row)  # as the ledger wrote v1 payloads, authenticated and in the tree
+    insert_as_ledger(sql_filled, row)  # as the ledger wrote v1 payloads, authenticated and in the tree
 
-    assert filled.verify().ok
-    [old] = filled.load_stream("block:blk_legacy").events
+    assert sql_filled.verify().ok
+    [old] = sql_filled.load_stream("block:blk_legacy").events
     assert old.event == MemoryRemembered(block_id="blk_legacy", content="legacy gizmo note", tags=["a", "b"])
-    [via_iter] = filled.iter_events(position, types=["MemoryRemembered"])
+    [via_iter] = sql_filled.iter_events(position, types=["MemoryRemembered"])
     assert via_iter.event == old.event
-    index = SearchIndex(filled)
+    index = SearchIndex(sql_filled)
     index.create_schema()
     [hit] = index.search("gizmo", 5)
     assert (hit.block_id, hit.tags) == ("blk_legacy", ["a", "b"])
-    filled.append("block:blk_legacy", 1, [MemoryDuplicateRejected(block_id="blk_legacy")], META)
-    assert filled.verify().ok and filled.get(position + 1) == row
+    sql_filled.append("block:blk_legacy", 1, [MemoryDuplicateRejected(block_id="blk_legacy")], META)
+    assert sql_filled.verify().ok and sql_filled.get(position + 1) == row
 
 
 def vars_of(rec: StoredRecord) -> tuple[Any, ...]:
@@ -549,12 +672,12 @@ def vars_of(rec: StoredRecord) -> tuple[Any, ...]:
         "DELETE FROM events",
     ],
 )
-def test_the_database_rejects_update_and_delete_on_events(filled: SqlEventStore, statement: str) -> None:
-    before = list(filled.iter_records())
+def test_the_database_rejects_update_and_delete_on_events(sql_filled: SqlEventStore, statement: str) -> None:
+    before = list(sql_filled.iter_records())
     with pytest.raises(sa.exc.DBAPIError, match="append-only"):
-        raw(filled, statement)
-    assert list(filled.iter_records()) == before
-    assert filled.verify().ok
+        raw(sql_filled, statement)
+    assert list(sql_filled.iter_records()) == before
+    assert sql_filled.verify().ok
 
 
 def test_postgresql_rejects_truncate_on_events(make_ledger: LedgerFactory, pg_url: str) -> None:
@@ -566,11 +689,11 @@ def test_postgresql_rejects_truncate_on_events(make_ledger: LedgerFactory, pg_ur
     assert store.verify().ok
 
 
-def test_creating_the_schema_again_keeps_the_events_and_the_triggers(filled: SqlEventStore) -> None:
-    filled.create_schema()
-    assert count_rows(filled) == 10
+def test_creating_the_schema_again_keeps_the_events_and_the_triggers(sql_filled: SqlEventStore) -> None:
+    sql_filled.create_schema()
+    assert count_rows(sql_filled) == 10
     with pytest.raises(sa.exc.DBAPIError, match="append-only"):
-        raw(filled, "DELETE FROM events")
+        raw(sql_filled, "DELETE FROM events")
 
 
 TAMPERING: list[tuple[str, str]] = [
@@ -586,12 +709,12 @@ TAMPERING: list[tuple[str, str]] = [
 
 @pytest.mark.parametrize("statement", [t[1] for t in TAMPERING], ids=[t[0] for t in TAMPERING])
 def test_an_event_altered_behind_the_stores_back_fails_verify_at_that_position(
-    filled: SqlEventStore, statement: str
+    sql_filled: SqlEventStore, statement: str
 ) -> None:
-    drop_append_only_triggers(filled)
-    assert filled.verify().ok
-    raw(filled, statement)
-    report = filled.verify()
+    drop_append_only_triggers(sql_filled)
+    assert sql_filled.verify().ok
+    raw(sql_filled, statement)
+    report = sql_filled.verify()
     assert not report.ok
     assert report.first_bad_position == 7
     assert report.checked == 6
@@ -599,10 +722,10 @@ def test_an_event_altered_behind_the_stores_back_fails_verify_at_that_position(
 
 
 def test_an_event_altered_and_rehashed_behind_the_stores_back_breaks_the_link_to_the_next_one(
-    filled: SqlEventStore,
+    sql_filled: SqlEventStore,
 ) -> None:
-    drop_append_only_triggers(filled)
-    rec = filled.get(7)
+    drop_append_only_triggers(sql_filled)
+    rec = sql_filled.get(7)
     assert rec is not None
     forged_data = rec.data_json.replace("again", "forged")
     forged_hash = record_hash(
@@ -616,8 +739,8 @@ def test_an_event_altered_and_rehashed_behind_the_stores_back_breaks_the_link_to
         recorded_at=rec.recorded_at,
         prev_hash=rec.prev_hash,
     )
-    raw(filled, "UPDATE events SET data = ?, hash = ? WHERE position = 7", params=(forged_data, forged_hash))
-    report = filled.verify()
+    raw(sql_filled, "UPDATE events SET data = ?, hash = ? WHERE position = 7", params=(forged_data, forged_hash))
+    report = sql_filled.verify()
     # The chain alone would first break at 8 (its prev_hash no longer links); the rewritten row's authenticator
     # (over its old hash) already fails at 7.
     assert not report.ok and report.first_bad_position == 7
@@ -625,11 +748,11 @@ def test_an_event_altered_and_rehashed_behind_the_stores_back_breaks_the_link_to
 
 
 def test_an_event_deleted_behind_the_stores_back_fails_verify_naming_the_missing_position(
-    filled: SqlEventStore,
+    sql_filled: SqlEventStore,
 ) -> None:
-    drop_append_only_triggers(filled)
-    raw(filled, "DELETE FROM events WHERE position = 4")
-    report = filled.verify(batch_size=2)
+    drop_append_only_triggers(sql_filled)
+    raw(sql_filled, "DELETE FROM events WHERE position = 4")
+    report = sql_filled.verify(batch_size=2)
     assert not report.ok
     assert report.first_bad_position == 4
     assert report.reason == "position 4 is missing"
@@ -656,7 +779,7 @@ QUERIES = [
 
 
 @pytest.fixture
-def indexed(store: SqlEventStore) -> tuple[SqlEventStore, SearchIndex]:
+def indexed(store: LedgerStore) -> tuple[LedgerStore, SearchIndex]:
     for content, tags in NOTES:
         remember(store, content, tags)
     store.append("session:a", 0, [started("a")], META)  # not a memory: the index skips it
@@ -670,7 +793,7 @@ def results(index: SearchIndex) -> dict[str, list[tuple[str, str, list[str], flo
 
 
 def test_the_search_index_finds_remembered_blocks_best_match_first(
-    indexed: tuple[SqlEventStore, SearchIndex],
+    indexed: tuple[LedgerStore, SearchIndex],
 ) -> None:
     _, index = indexed
     hits = index.search("database schema", 10)
@@ -681,7 +804,7 @@ def test_the_search_index_finds_remembered_blocks_best_match_first(
 
 
 def test_dropping_and_rebuilding_the_search_index_gives_the_same_results(
-    indexed: tuple[SqlEventStore, SearchIndex],
+    indexed: tuple[LedgerStore, SearchIndex],
 ) -> None:
     store, index = indexed
     before = results(index)
@@ -695,7 +818,7 @@ def test_dropping_and_rebuilding_the_search_index_gives_the_same_results(
     assert store.head() == head  # the log is untouched
 
 
-def test_catching_up_the_search_index_is_idempotent(indexed: tuple[SqlEventStore, SearchIndex]) -> None:
+def test_catching_up_the_search_index_is_idempotent(indexed: tuple[LedgerStore, SearchIndex]) -> None:
     store, index = indexed
     assert index.catch_up() == len(NOTES)
     before = results(index)
@@ -710,7 +833,7 @@ def test_catching_up_the_search_index_is_idempotent(indexed: tuple[SqlEventStore
 
 
 def test_a_slow_index_catch_up_never_moves_the_shared_checkpoint_backwards(
-    indexed: tuple[SqlEventStore, SearchIndex], monkeypatch: pytest.MonkeyPatch
+    indexed: tuple[LedgerStore, SearchIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Process A reads the head, then process B catches up further before A takes the index lock."""
     store, index_a = indexed
@@ -735,7 +858,7 @@ def test_a_slow_index_catch_up_never_moves_the_shared_checkpoint_backwards(
 
 
 def test_a_search_on_a_fresh_index_catches_up_from_the_log_first(
-    indexed: tuple[SqlEventStore, SearchIndex],
+    indexed: tuple[LedgerStore, SearchIndex],
 ) -> None:
     store, index = indexed
     assert index.checkpoint() == 0
@@ -809,7 +932,7 @@ def test_assert_compliance_never_passes_when_the_store_is_unreachable(
     assert [live.assert_compliance(ALICE, sid).status for _ in range(2)] == ["PASS", "FAIL"]
 
 
-def bounded_index(store: SqlEventStore, rank_at_most: int) -> SearchIndex:
+def bounded_index(store: LedgerStore, rank_at_most: int) -> SearchIndex:
     """Eight deploy notes, oldest first; the last two are also about the checklist."""
     for i in range(8):
         extra = " and the release checklist" if i >= 6 else ""
@@ -868,7 +991,7 @@ def test_on_sqlite_the_ranking_equals_one_order_by_score_then_block_id_with_ties
     assert compared >= 30
 
 
-def test_a_common_word_is_not_ranked_when_the_query_has_words_that_matter(store: SqlEventStore) -> None:
+def test_a_common_word_is_not_ranked_when_the_query_has_words_that_matter(store: LedgerStore) -> None:
     index = bounded_index(store, rank_at_most=3)
     hits = index.search("deploy checklist", 10)
     # "deploy" matches 8 blocks (> 3): only "checklist" is ranked, so deploy-only notes do not fill the page.
@@ -876,9 +999,65 @@ def test_a_common_word_is_not_ranked_when_the_query_has_words_that_matter(store:
     assert len(SearchIndex(store, rank_at_most=100).search("deploy checklist", 10)) == 8  # unbounded: all of them
 
 
-def test_a_query_of_common_words_ranks_only_its_newest_matches(store: SqlEventStore) -> None:
+def test_a_query_of_common_words_ranks_only_its_newest_matches(store: LedgerStore) -> None:
     index = bounded_index(store, rank_at_most=3)
     hits = index.search("deploy service", 10)
     assert sorted(h.content[:20] for h in hits) == [f"Deploy note number {i}" for i in (5, 6, 7)]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # still ranked by score
     assert index.search("deploy nothing-matches-this", 10) != []  # a word that matches nothing is no rare word
+
+
+# --- memory only: what its verify finds when its lists are altered behind its back -------------------------
+
+
+def test_the_memory_stores_verify_names_an_event_or_a_tree_hash_altered_behind_its_back() -> None:
+    store = MemoryStore(row_key=TEST_ROW_KEY)
+    fill(store)
+    rec = store._records[6]
+    store._records[6] = dataclasses.replace(rec, data_json=rec.data_json.replace("again", "forged"))
+    report = store.verify()
+    assert not report.ok and report.first_bad_position == 7 and report.checked == 6
+    store._records[6] = rec
+    assert store.verify().ok
+    store._hashes[3] = bytes(32)
+    assert not store.verify().ok
+    assert store.verify(tree=False).ok
+    store.rebuild_tree()
+    assert store.verify().ok
+    store.dispose()
+
+
+def test_a_ledger_on_the_memory_store_serves_threads_at_once_and_one_token_earns_one_stamp(
+    make_ledger: LedgerFactory,
+) -> None:
+    ledger = make_ledger(MEMORY)
+    agents = [Actor(f"agent-{i}", "mcp") for i in range(4)]
+    sessions = [ledger.clock_in(a, "dev").session_id for a in agents]
+    barrier = threading.Barrier(len(agents))
+    errors: list[BaseException] = []
+    stamps: list[str] = []
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait(timeout=READY_WITHIN)
+            ledger.remember(agents[i], f"Widget note {i}: the widget service restarts nightly")
+            ledger.search(agents[i], sessions[i], "widget")
+            stamps.append(ledger.assert_compliance(agents[i], sessions[i]).status)
+            shared = sessions[0]  # every thread also tries the first session's token, spent or not
+            if i == 0:
+                return
+            stamps.append(ledger.assert_compliance(agents[0], shared).status)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(agents))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=READY_WITHIN)
+    assert errors == []
+    # Four sessions, four tokens: four stamps, whichever thread got the first session's; every other try fails.
+    assert sorted(stamps) == ["FAIL"] * 3 + ["PASS"] * 4
+    assert [r.position for r in ledger.store.iter_records()] == list(range(1, ledger.store.head()[0] + 1))
+    assert ledger.verify().ok
+    assert len(ledger.search(agents[1], sessions[1], "widget").results) == 4

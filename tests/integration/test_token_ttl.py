@@ -1,4 +1,5 @@
-"""Token time-to-live under freezegun, and `replay --as-of` showing the token valid, then expired."""
+"""Token time-to-live under freezegun (the gate's decision: on the in-memory store, ``MEMORY``), and `replay --as-of`
+showing the token valid, then expired (a command line on the database: SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from ledger.service import Actor
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 T0 = _dt.datetime(2026, 3, 2, 9, 0, tzinfo=_dt.UTC)
 WHO = Actor("agent-a", "mcp")
@@ -59,7 +60,7 @@ def test_a_token_expires_after_its_ttl_and_replay_shows_it_valid_then_expired(
 
 def test_within_its_ttl_a_token_earns_the_stamp(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as frozen:
-        ledger = make_ledger()
+        ledger = make_ledger(MEMORY)
         sid = ledger.clock_in(WHO, "dev").session_id
         ledger.search(WHO, sid, "anything")
         frozen.tick(_dt.timedelta(minutes=29))
@@ -68,7 +69,7 @@ def test_within_its_ttl_a_token_earns_the_stamp(make_ledger: LedgerFactory) -> N
 
 def test_a_ttl_of_zero_means_the_token_never_expires(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as frozen:
-        ledger = make_ledger(token_ttl_minutes=0)
+        ledger = make_ledger(MEMORY, token_ttl_minutes=0)
         sid = ledger.clock_in(WHO, "dev").session_id
         ledger.search(WHO, sid, "anything")
         frozen.tick(_dt.timedelta(days=30))
@@ -77,7 +78,7 @@ def test_a_ttl_of_zero_means_the_token_never_expires(make_ledger: LedgerFactory)
 
 def test_the_ttl_is_configurable_and_recorded_with_the_token(make_ledger: LedgerFactory) -> None:
     with freeze_time(T0) as frozen:
-        ledger = make_ledger(token_ttl_minutes=5)
+        ledger = make_ledger(MEMORY, token_ttl_minutes=5)
         sid = ledger.clock_in(WHO, "dev").session_id
         found = ledger.search(WHO, sid, "anything")
         frozen.tick(_dt.timedelta(minutes=5))

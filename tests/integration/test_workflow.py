@@ -1,5 +1,6 @@
 """Workflow DNA gates (seed 003, Layer A) on a real ledger: every rule of the default table, the seed's
-claim → contribute → rework → re-query loop, and DNA the ledger cannot verify (forged) refused."""
+claim → contribute → rework → re-query loop, and DNA the ledger cannot verify (forged) refused. The rules are the
+workflow's, not the store's: every ledger here is on the in-memory store (``MEMORY``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ledger.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from ledger.service import Actor, Ledger
 from ledger.workflow import decisions as wf
 from ledger.workflow.table import load_workflow
-from tests.conftest import LedgerFactory
+from tests.conftest import MEMORY, LedgerFactory
 
 DEV, QA, PDSA = Actor("dev-agent", "mcp"), Actor("qa-agent", "mcp"), Actor("pdsa-agent", "mcp")
 _ids = itertools.count(1)
@@ -30,7 +31,7 @@ def contribute(ledger: Ledger, who: Actor, text: str | None = None) -> str:
 def test_the_seeds_loop_claim_after_query_contribute_before_review_rework_forces_a_requery(
     make_ledger: LedgerFactory,
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "mem-gate", "Enforce memory usage", role="dev")
     dev = ledger.clock_in(DEV, "dev").session_id
     qa = ledger.clock_in(QA, "qa").session_id
@@ -76,8 +77,8 @@ def test_the_seeds_loop_claim_after_query_contribute_before_review_rework_forces
 
 
 @pytest.fixture
-def claimable(make_ledger: LedgerFactory, db_url: str) -> tuple[Ledger, str]:
-    ledger = make_ledger(db_url)
+def claimable(make_ledger: LedgerFactory) -> tuple[Ledger, str]:
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "forge", "A task to forge DNA for", role="dev")
     return ledger, ledger.clock_in(DEV, "dev").session_id
 
@@ -114,7 +115,7 @@ def test_another_agents_session_is_refused(claimable: tuple[Ledger, str]) -> Non
 
 
 def test_a_query_from_before_the_task_became_claimable_is_refused(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     sid = ledger.clock_in(DEV, "dev").session_id
     query(ledger, DEV, sid)
     ledger.task_create(PDSA, "late", "Created after the query", role="dev", dna={"memory_query_session": sid})
@@ -124,7 +125,7 @@ def test_a_query_from_before_the_task_became_claimable_is_refused(make_ledger: L
 
 @pytest.mark.parametrize("forgery", ["made-up", "placeholder", "other-agent", "before-active"])
 def test_a_forged_contribution_is_refused(make_ledger: LedgerFactory, forgery: str) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "c", "Contribute first", role="dev")
     sid = ledger.clock_in(DEV, "dev").session_id
     early = contribute(ledger, DEV, "A learning from before the task became active, reused.")
@@ -150,7 +151,7 @@ def test_a_forged_contribution_is_refused(make_ledger: LedgerFactory, forgery: s
 
 
 def test_pdsa_ref_must_be_a_url_and_blocked_needs_a_reason_then_restores(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     with pytest.raises(InvalidInput, match="not a URL"):
         ledger.task_create(PDSA, "p", "Bad ref", role="pdsa", dna={"pdsa_ref": "see the doc"})
     ledger.task_create(PDSA, "p", "Design", role="pdsa", status="active")
@@ -210,7 +211,7 @@ def _prepare(ledger: Ledger, task_type: str, key: str, rule: wf.Rule) -> tuple[s
 
 @pytest.mark.parametrize(("task_type", "key", "rule"), RULES, ids=[f"{t}:{k}" for t, k, _ in RULES])
 def test_every_rule_of_the_default_table(make_ledger: LedgerFactory, task_type: str, key: str, rule: wf.Rule) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     task_id, who, sid, target = _prepare(ledger, task_type, key, rule)
     before = ledger.task_get(task_id)
     result = ledger.task_transition(who, task_id, target, sid)
@@ -242,7 +243,7 @@ def test_every_rule_of_the_default_table(make_ledger: LedgerFactory, task_type: 
 
 
 def test_a_transition_not_in_the_table_is_refused_and_says_what_is_allowed(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "skip", "Try to skip review", role="dev", status="active")
     sid = ledger.clock_in(DEV, "dev").session_id
     result = ledger.task_transition(DEV, "skip", "complete", sid)
@@ -250,7 +251,7 @@ def test_a_transition_not_in_the_table_is_refused_and_says_what_is_allowed(make_
 
 
 def test_a_human_role_needs_an_administrator(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "h", "Approve", role="liaison", status="approval")
     agent = Actor("pretender", "mcp")
     refused = ledger.task_transition(agent, "h", "complete", ledger.clock_in(agent, "human").session_id)
@@ -260,7 +261,7 @@ def test_a_human_role_needs_an_administrator(make_ledger: LedgerFactory) -> None
 
 
 def test_terminal_tasks_stay_put(make_ledger: LedgerFactory) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "t", "Cancel me", role="dev", status="review")
     liaison = Actor("liaison-agent", "mcp")
     sid = ledger.clock_in(liaison, "liaison").session_id
@@ -285,7 +286,7 @@ def test_terminal_tasks_stay_put(make_ledger: LedgerFactory) -> None:
 def test_bad_workflow_input_says_what_to_send_and_records_nothing(
     make_ledger: LedgerFactory, call: object, error: type[Exception]
 ) -> None:
-    ledger = make_ledger()
+    ledger = make_ledger(MEMORY)
     ledger.task_create(PDSA, "x", "Existing", role="dev")
     sid = ledger.clock_in(DEV, "dev").session_id
     head = ledger.store.head()
@@ -302,7 +303,7 @@ def test_a_project_can_replace_the_table(make_ledger: LedgerFactory, tmp_path: P
         "    doing->done: {allowedActors: [dev]}\n",
         encoding="utf-8",
     )
-    ledger = make_ledger(workflow_file=table)
+    ledger = make_ledger(MEMORY, workflow_file=table)
     ledger.task_create(DEV, "own", "Custom flow", role="dev", status="todo")
     sid = ledger.clock_in(DEV, "dev").session_id
     query(ledger, DEV, sid)
@@ -314,4 +315,4 @@ def test_a_project_can_replace_the_table(make_ledger: LedgerFactory, tmp_path: P
         "statuses: [a]\nroles: [dev]\ntypes:\n  task:\n    a->zz: {allowedActors: [dev]}\n", encoding="utf-8"
     )
     with pytest.raises(InvalidInput, match="'zz' is not a status"):
-        make_ledger(workflow_file=bad)
+        make_ledger(MEMORY, workflow_file=bad)

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ledger.audit",
         ),
     ),
-    ("façade", ("ledger.service", "ledger")),
+    ("façade", ("ledger.service", "ledger.compose", "ledger")),  # the façade and the composition root
     ("adapters", ("api",)),
 )
 
@@ -53,7 +53,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("workflow",),
     ("enforcement",),
 )
-OUTSIDE_THE_ORDER = ("core", "service")  # the ground floor below it, and the façade that composes it
+OUTSIDE_THE_ORDER = ("core", "service", "compose")  # the ground floor below it; the façade and the root above
 
 
 def layer_of(module: str) -> int:

@@ -13,14 +13,18 @@ One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL
 (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
 sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
 :mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
-and the migration lock) and :mod:`.store` (the :class:`SqlEventStore` they make).
+and the migration lock) and :mod:`.store` (the :class:`SqlEventStore` they make). :mod:`.contract` states what the
+ledger asks of a store (:class:`EventStore`, :class:`LedgerStore`), and :mod:`.memory` is its second
+implementation, :class:`MemoryStore`.
 """
 
 from ledger.core.storage.authenticator import RowKey
+from ledger.core.storage.contract import EventStore, LedgerStore, ReadModelTables
 from ledger.core.storage.driver_errors import classify_driver_error, translate_errors
 from ledger.core.storage.engine import SQLITE_CACHE_KIB, make_engine, normalise_url
 from ledger.core.storage.fair_lock import _write_lock_path
 from ledger.core.storage.group_commit import MAX_GROUP
+from ledger.core.storage.memory import MemoryStore
 from ledger.core.storage.reads import StreamState
 from ledger.core.storage.schema import APPEND_LOCK, EVENTS, INDEX_LOCK, SNAPSHOT_LOCK
 from ledger.core.storage.store import PROBE_LOCK_SECONDS, Probe, SqlEventStore
@@ -33,7 +37,11 @@ __all__ = [
     "PROBE_LOCK_SECONDS",
     "SNAPSHOT_LOCK",
     "SQLITE_CACHE_KIB",
+    "EventStore",
+    "LedgerStore",
+    "MemoryStore",
     "Probe",
+    "ReadModelTables",
     "RowKey",
     "SqlEventStore",
     "StreamState",

@@ -1,0 +1,385 @@
+"""The in-memory event store :class:`MemoryStore`: the store contract (:mod:`.contract`) kept in Python lists
+under one lock, for tests and tools that need a ledger and not a database (as eventsourcing's ``popo.py`` stands
+beside its ``persistence.py``).
+
+Rows are chained with the SQL store's functions (:func:`ledger.core.chain.chain_rows`), so the same events at the
+same times get the same hashes, and the tree is the same RFC 6962 tree (:class:`~.tree.Tree`, Go sumdb's stored
+hashes). The read models keep their tables in SQL (:class:`SideTables`: one in-memory SQLite connection) beside it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import datetime as _dt
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import StaticPool
+
+from ledger.core import clock as _clock
+from ledger.core.canonical import format_ts, parse_ts
+from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
+from ledger.core.errors import ConcurrencyError, InvalidInput
+from ledger.core.events import DomainEvent, RecordedEvent
+from ledger.core.mapper import _meta, decode, encode, encode_meta
+from ledger.core.storage.authenticator import RowKey
+from ledger.core.storage.driver_errors import translate_errors
+from ledger.core.storage.reads import StreamState
+from ledger.core.storage.schema import APPEND_LOCK
+from ledger.core.storage.store import Probe
+from ledger.core.storage.tree import EMPTY, Tree, _whole
+from ledger.core.tlog import merkle
+
+# The read models' catch-up probes are single SQL statements over ``events`` (position, type): the side tables
+# carry that much of the log, written in the append, and nothing else of it.
+_LOG_INDEX = "CREATE TABLE IF NOT EXISTS events (position INTEGER PRIMARY KEY, type TEXT NOT NULL)"
+
+
+class SideTables:
+    """The SQL database of a memory store's read models: one in-memory SQLite connection, used by one thread at a
+    time (cursors, write transactions and the engine's connections hold a lock; a write transaction inside another
+    is a savepoint)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, lock: threading.RLock | None = None) -> None:
+        connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._raw = connection
+        self._lock = lock or threading.RLock()
+        # One connection behind the engine too; no rollback when the engine hands it back (a read on it may run
+        # inside a write transaction of this thread). A thread holds the lock while it holds the connection, so
+        # another thread's commit never ends this one's transaction.
+        self.engine: Engine = sa.create_engine(
+            "sqlite://", creator=lambda: connection, poolclass=StaticPool, pool_reset_on_return=None
+        )
+        sa_event.listen(self.engine, "checkout", lambda *_: self._lock.acquire())
+        sa_event.listen(self.engine, "checkin", lambda *_: self._lock.release())
+
+    def sql(self, text: str) -> str:
+        return text
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self._lock, translate_errors(self.dialect):
+            yield self._raw.cursor()
+
+    def read_cursor(self) -> contextlib.AbstractContextManager[Any]:
+        return self._read()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._lock, translate_errors(self.dialect):
+            cur = self._raw.cursor()
+            if self._raw.in_transaction:
+                cur.execute("SAVEPOINT side_write")
+                try:
+                    yield cur
+                except BaseException:
+                    cur.execute("ROLLBACK TO SAVEPOINT side_write")
+                    cur.execute("RELEASE SAVEPOINT side_write")
+                    raise
+                cur.execute("RELEASE SAVEPOINT side_write")
+                return
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                self._raw.rollback()
+                raise
+            self._raw.commit()
+
+    def write_transaction(self, lock: int = APPEND_LOCK) -> contextlib.AbstractContextManager[Any]:
+        """A write transaction on the side tables (``lock`` is the SQL store's lock key; one lock serves here)."""
+        return self._write()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        self._raw.close()
+
+
+class MemoryStore:
+    """The store contract in memory: gapless 1-based positions, per-stream versions, all-or-nothing appends that
+    leave no trace on a :class:`ConcurrencyError`, the SQL store's hash chain and tree, ``recorded_at`` that never
+    goes backwards, one lock for every read and write of the log.
+
+    Beyond the contract a memory store has no row authenticators (nothing can write behind its back), no
+    triggers and nothing to upgrade: :meth:`pending_upgrade` is always ``(0, 0)``."""
+
+    def __init__(self, clock: _clock.Clock = _clock.now, *, row_key: RowKey | None = None) -> None:
+        """``row_key`` is only named by the ledger's ``RowKeyBound`` event (no row carries an authenticator)."""
+        self._clock = clock
+        self.row_key = row_key
+        # One lock for the log and its side tables: an append writes both, a catch-up reads the log in a write
+        # transaction of the side tables, and two locks taken in both orders would deadlock.
+        self._lock = threading.RLock()
+        self.side = SideTables(self._lock)
+        self._records: list[StoredRecord] = []
+        self._streams: dict[str, list[int]] = {}  # stream -> positions, in version order
+        self._at: list[str] = []  # recorded_at of each position (never decreasing: bisect for "as of")
+        self._tree: Tree = EMPTY
+        self._hashes: list[bytes] = []  # the tree's stored hashes, in Go sumdb's layout
+        self.create_schema()
+
+    # --- the read models' tables --------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> Engine:
+        return self.side.engine
+
+    @property
+    def dialect(self) -> str:
+        return self.side.dialect
+
+    def sql(self, text: str) -> str:
+        return text
+
+    def read_cursor(self) -> contextlib.AbstractContextManager[Any]:
+        return self.side.read_cursor()
+
+    def write_transaction(self, lock: int = APPEND_LOCK) -> contextlib.AbstractContextManager[Any]:
+        return self.side.write_transaction(lock)
+
+    # --- appends ------------------------------------------------------------------------------------------
+
+    def append(
+        self, stream: str, expected_version: int, events: Sequence[DomainEvent], meta: dict[str, Any]
+    ) -> list[RecordedEvent]:
+        """Append ``events`` to ``stream`` if it is still at ``expected_version``; all or nothing."""
+        if not events:
+            return []
+        encoded = [encode(e) for e in events]  # refuses what the SQL store refuses before it writes
+        meta_json = encode_meta(meta)
+        with self._lock:
+            actual = len(self._streams.get(stream, ()))
+            if actual != expected_version:
+                raise ConcurrencyError(stream, expected_version, actual)
+            position, prev_hash = self._head()
+            recorded_at = max(format_ts(self._clock()), self._at[-1] if self._at else "")
+            rows = chain_rows(
+                position=position,
+                version=actual,
+                stream=stream,
+                recorded_at=recorded_at,
+                prev_hash=prev_hash,
+                meta_json=meta_json,
+                encoded=encoded,
+            )
+            tree, blob = self._tree.extend([r[9] for r in rows])
+            with self.side.write_transaction() as cur:  # first: if it fails, the log is untouched
+                cur.executemany("INSERT INTO events (position, type) VALUES (?, ?)", [(r[0], r[3]) for r in rows])
+            self._records.extend(StoredRecord(*r) for r in rows)
+            self._streams.setdefault(stream, []).extend(r[0] for r in rows)
+            self._at.extend(recorded_at for _ in rows)
+            self._hashes.extend(blob[k : k + 32] for k in range(0, len(blob), 32))
+            self._tree = tree
+        at = parse_ts(recorded_at)
+        frozen = MappingProxyType(dict(meta))
+        return [RecordedEvent(r[0], stream, r[2], at, frozen, e, r[9]) for r, e in zip(rows, events, strict=True)]
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def _head(self) -> tuple[int, str]:
+        return (len(self._records), self._records[-1].hash) if self._records else (0, GENESIS_HASH)
+
+    def head(self) -> tuple[int, str]:
+        with self._lock:
+            return self._head()
+
+    def load_stream(self, stream: str, after_version: int = 0) -> StreamState:
+        with self._lock:
+            positions = self._streams.get(stream, [])[max(after_version, 0) :]
+            records = [self._records[p - 1] for p in positions]
+        events = [decode(r) for r in records]
+        return StreamState(stream, events[-1].version if events else after_version, events)
+
+    def get(self, position: int) -> StoredRecord | None:
+        with self._lock:
+            return self._records[position - 1] if 1 <= position <= len(self._records) else None
+
+    def record_of(self, stream: str, version: int) -> StoredRecord | None:
+        with self._lock:
+            positions = self._streams.get(stream, [])
+            return self._records[positions[version - 1] - 1] if 1 <= version <= len(positions) else None
+
+    def records_at(self, positions: Sequence[int]) -> dict[int, StoredRecord]:
+        with self._lock:
+            head = len(self._records)
+            return {int(p): self._records[int(p) - 1] for p in positions if 1 <= int(p) <= head}
+
+    def position_as_of(self, as_of: _dt.datetime) -> int:
+        with self._lock:
+            return bisect.bisect_right(self._at, format_ts(as_of))
+
+    def iter_records(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[StoredRecord]:
+        """Records in position order, a page of ``batch_size`` at a time under the lock (as the SQL store pages by
+        position: an append between pages is seen by the next page)."""
+        wanted = set(types) if types else None
+        after = max(after, 0)
+        while True:
+            with self._lock:
+                end = len(self._records) if until is None else min(until, len(self._records))
+                if stream is not None:
+                    positions = self._streams.get(stream, [])
+                    start = bisect.bisect_right(positions, after)
+                    candidates = (self._records[p - 1] for p in positions[start:] if p <= end)
+                else:
+                    candidates = (self._records[p] for p in range(after, end))
+                page: list[StoredRecord] = []
+                for rec in candidates:
+                    if wanted is not None and rec.type not in wanted:
+                        continue
+                    if agent is not None and _meta(rec.meta_json).get("agent") != agent:
+                        continue
+                    page.append(rec)
+                    if len(page) == batch_size:
+                        break
+            yield from page
+            if len(page) < batch_size:
+                return
+            after = page[-1].position
+
+    def iter_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+        batch_size: int = 5000,
+    ) -> Iterator[RecordedEvent]:
+        for rec in self.iter_records(after, until, stream=stream, types=types, agent=agent, batch_size=batch_size):
+            yield decode(rec)
+
+    def chain_hashes(self, until: int, batch_size: int = 20_000) -> Iterator[tuple[int, str]]:
+        for rec in self.iter_records(0, until, batch_size=batch_size):
+            yield rec.position, rec.hash
+
+    def verify(
+        self, progress: Callable[[int], None] | None = None, batch_size: int = 5000, *, tree: bool = True
+    ) -> ChainReport:
+        """Recompute the chain up to the head it reads first (events appended meanwhile are not part of the
+        check) and (``tree``) the tree of those events from their chain hashes, compared with the kept one."""
+        head, _ = self.head()
+        with self._lock:
+            records = self._records[:head]
+            kept = list(self._hashes[: merkle.stored_hash_count(head)])
+
+        def counted() -> Iterator[StoredRecord]:
+            for i, rec in enumerate(records, 1):
+                if progress and i % 1000 == 0:
+                    progress(i)
+                yield rec
+
+        report = verify_chain(counted())
+        if progress:
+            progress(report.checked)
+        if not report.ok or not tree:
+            return report
+        _, blob = EMPTY.extend([r.hash for r in records])
+        if blob != b"".join(kept):
+            return ChainReport(False, report.checked, report.head_position, None, "the tree is not the chain's")
+        return report
+
+    # --- the tree -----------------------------------------------------------------------------------------
+
+    def tree_size(self) -> int:
+        with self._lock:
+            return self._tree.size
+
+    def tree_hashes(self, indexes: Sequence[int]) -> list[bytes]:
+        with self._lock:
+            return [self._hashes[int(i)] for i in indexes]
+
+    def _within(self, size: int) -> int:
+        _whole(size, "the tree size", "send a tree size, e.g. the size of a checkpoint")
+        tree = self.tree_size()
+        if size > tree:
+            raise InvalidInput(
+                f"size {size} is past the tree, which has {tree} leaves", f"ask for a size of at most {tree}"
+            )
+        return size
+
+    def tree_root(self, size: int) -> bytes:
+        return merkle.tree_hash(self._within(size), self.tree_hashes)
+
+    def prove_inclusion(self, index: int, size: int) -> list[bytes]:
+        self._within(size)
+        hint = f"send 0 ≤ index < size (the event at position p is leaf p − 1; here index < {size})"
+        if _whole(index, "the leaf index", hint) >= size:
+            raise InvalidInput(f"leaf index {index} is not in a tree of {size} leaves", hint)
+        return merkle.prove_inclusion(index, size, self.tree_hashes)
+
+    def prove_consistency(self, old: int, size: int) -> list[bytes]:
+        self._within(size)
+        hint = f"send 0 < old ≤ size (here size is {size})"
+        if not 0 < _whole(old, "the old size", hint) <= size:
+            raise InvalidInput(f"no consistency proof from size {old} to size {size}", hint)
+        return merkle.prove_consistency(old, size, self.tree_hashes)
+
+    def leaf_data(self, position: int) -> bytes:
+        hint = "send the position of an event in the log (1 to its head)"
+        if _whole(position, "the position", hint) < 1:
+            raise InvalidInput("positions start at 1", hint)
+        rec = self.get(position)
+        if rec is None:
+            raise InvalidInput(f"the log has no event at position {position}", hint)
+        return bytes.fromhex(rec.hash)
+
+    def rebuild_tree(self, progress: Callable[[int], None] | None = None) -> int:
+        with self._lock:
+            tree, blob = EMPTY.extend([r.hash for r in self._records])
+            self._tree, self._hashes = tree, [blob[k : k + 32] for k in range(0, len(blob), 32)]
+        if progress is not None:
+            progress(tree.size)
+        return tree.size
+
+    # --- opening, health, closing -------------------------------------------------------------------------
+
+    def create_schema(self) -> None:
+        """The side tables' copy of the log's (position, type), for the read models' probes (idempotent)."""
+        with self.side.write_transaction() as cur:
+            cur.execute(_LOG_INDEX)
+
+    def is_initialised(self) -> bool:
+        return True
+
+    def pending_upgrade(self) -> tuple[int, int]:
+        return 0, 0
+
+    def authenticate_existing(
+        self,
+        stream: str,
+        vouch: Callable[[StreamState, int], Sequence[DomainEvent]],
+        meta: dict[str, Any],
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        return 0  # a memory log was never without authenticators: nothing to vouch for
+
+    def build_tree(self, progress: Callable[[int], None] | None = None) -> int:
+        return 0  # the tree grows in every append
+
+    def probe(self) -> Probe:
+        return Probe(head_position=self.head()[0], busy=False)
+
+    def _probe_engine(self) -> Engine:
+        return self.side.engine
+
+    def dispose(self) -> None:
+        self.side.dispose()
