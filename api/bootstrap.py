@@ -3,6 +3,7 @@ plain :class:`~ledger.compose.LedgerSettings` it is fed, and a database URL with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from api.settings import Settings
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from ledger.core.storage import LedgerStore
     from projections.search import SearchIndex
 
-__all__ = ["InitReport", "initialise", "ledger_settings", "open_ledger", "redact", "search_index"]
+__all__ = ["InitReport", "initialise", "ledger_settings", "open_ledger", "open_node", "redact", "search_index"]
 
 
 def ledger_settings(settings: Settings) -> LedgerSettings:
@@ -57,11 +58,20 @@ def initialise(
     seed_new: bool = False,
     progress: ProgressBars | None = None,
     in_memory: bool = False,
+    waiting: Callable[[], None] | None = None,
 ) -> tuple[Ledger, InitReport]:
     """:func:`ledger.compose.initialise` with the environment's settings."""
     return compose.initialise(
-        ledger_settings(settings), clock, seed_new=seed_new, progress=progress, in_memory=in_memory
+        ledger_settings(settings), clock, seed_new=seed_new, progress=progress, in_memory=in_memory, waiting=waiting
     )
+
+
+def open_node(
+    settings: Settings, clock: _clock.Clock = _clock.now, *, progress: ProgressBars | None = None
+) -> tuple[Ledger, InitReport]:
+    """:func:`ledger.compose.open_node` (``serve`` and ``mcp``: a start changes nothing) with the environment's
+    settings."""
+    return compose.open_node(ledger_settings(settings), clock, progress=progress)
 
 
 def search_index(store: LedgerStore, settings: Settings) -> SearchIndex:

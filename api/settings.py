@@ -75,6 +75,18 @@ class Settings(BaseSettings):
     statement_timeout_seconds: float = Field(
         30.0, gt=0, description="longest any one database statement may run (PostgreSQL); past it a 503"
     )
+    idle_in_transaction_timeout_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="PostgreSQL: a ledger session idle this long inside a transaction is ended by the server, so a "
+        "stalled node loses the write lock (0: never)",
+    )
+    tcp_keepalive_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="PostgreSQL: TCP keepalives of the ledger's connections, both ends: first probe after this many "
+        "idle seconds, then every half of it; three unanswered end the connection (0: the system's)",
+    )
     snapshot_every_events: int = Field(
         10_000, ge=0, le=10**9, description="write a signed projection snapshot every this many events (0: never)"
     )
@@ -180,7 +192,12 @@ class Settings(BaseSettings):
 
     @property
     def timeouts(self) -> Timeouts:
-        return Timeouts(lock=self.lock_timeout_seconds, statement=self.statement_timeout_seconds)
+        return Timeouts(
+            lock=self.lock_timeout_seconds,
+            statement=self.statement_timeout_seconds,
+            idle_in_transaction=self.idle_in_transaction_timeout_seconds,
+            keepalive=self.tcp_keepalive_seconds,
+        )
 
     @property
     def db_url(self) -> str:

@@ -15,12 +15,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ledger.audit.handlers import row_binding
 from ledger.core import clock as _clock
 from ledger.core import receipt_key, signing
+from ledger.core.errors import Conflict
 from ledger.core.limits import Timeouts
 from ledger.core.receipt_key import ReceiptKey
-from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine
+from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine, migration
 from ledger.enforcement.rules import RULES_FILE
+from ledger.kernel import LEDGER_STREAM, bindings
 from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 from ledger.workflow.table import TABLE
 from projections import embedder as _embedder
@@ -28,6 +31,8 @@ from projections.search import SearchIndex
 from projections.search.fusion import MIN_SIMILARITY
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from projections.embedding_index import EmbeddingIndex
 
 EmbedderStatus = Callable[[], tuple[bool, str]]
@@ -77,12 +82,7 @@ def compose(
     from ``key``), its search index hybrid when ``embedder`` says it can be."""
     capabilities = _with_files(settings)  # a bad file is refused before any connection is made
     if store is None:
-        store = SqlEventStore(
-            make_engine(settings.db_url, settings.timeouts),
-            clock=clock,
-            timeouts=settings.timeouts,
-            row_key=RowKey.derive(key.secret),
-        )
+        store = _sql_store(settings, key, clock, make_engine(settings.db_url, settings.timeouts))
     return Ledger(
         store=store,
         index=search_index(store, settings, embedder),
@@ -151,26 +151,118 @@ def initialise(
     progress: ProgressBars | None = None,
     embedder: EmbedderStatus = _embedder.status,
     in_memory: bool = False,
+    waiting: Callable[[], None] | None = None,
 ) -> tuple[Ledger, InitReport]:
-    """Create the key (outside the events table) and the schema if missing; safe to run again.
+    """Create the keys (outside the events table) and the schema, or migrate an older schema; safe to run again,
+    and from several processes at once: on a database it all runs under the migration lock
+    (:func:`~ledger.core.storage.migration.migration_lock`; ``waiting`` is called if another process holds it),
+    and a schema already current gets no DDL.
 
-    With ``seed_new`` a ledger created by this call also gets the constitutional memory blocks, as
-    ``compliance-ledger init`` would give it (``serve`` and ``mcp`` on a fresh machine start ready). A ledger
-    from before row authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
+    Key files are created only for a new ledger (and a signing key for one from before signing keys): against a
+    ledger that already binds its keys, missing or different key files are refused, naming the files to copy,
+    and none is written (:func:`check_node_keys`). With ``seed_new`` a ledger created by this call also gets the
+    constitutional memory blocks, as ``compliance-ledger init`` would give it. A ledger from before row
+    authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
     ``in_memory``: the ledger's log is a :class:`~ledger.core.storage.MemoryStore` and the settings' database is
     not opened (tests, tools); its keys are still the settings' files.
     """
-    key, key_created = receipt_key.create_key(settings.key_path)
-    signer, signer_created = signing.create_signing_key(settings.signing_key_path)
-    store = MemoryStore(clock, row_key=RowKey.derive(key.secret)) if in_memory else None
-    ledger = compose(settings, key, signer=signer, store=store, clock=clock, embedder=embedder)
-    try:
+    if in_memory:
+        key, key_created = receipt_key.create_key(settings.key_path)
+        signer, signer_created = signing.create_signing_key(settings.signing_key_path)
+        memory = MemoryStore(clock, row_key=RowKey.derive(key.secret))
+        ledger = compose(settings, key, signer=signer, store=memory, clock=clock, embedder=embedder)
         created = ledger.initialise(progress)
-    except BaseException:
-        ledger.store.dispose()  # the caller never gets this ledger: its connections are closed here
-        raise
+    else:
+        engine = make_engine(settings.db_url, settings.timeouts)
+        try:
+            with migration.migration_lock(engine, waiting):
+                if not migration.schema_state(engine).absent:
+                    check_node_keys(settings, engine, clock)
+                key, key_created = receipt_key.create_key(settings.key_path)
+                signer, signer_created = signing.create_signing_key(settings.signing_key_path)
+                store = _sql_store(settings, key, clock, engine)
+                ledger = compose(settings, key, signer=signer, store=store, clock=clock, embedder=embedder)
+                created = ledger.initialise(progress)
+        except BaseException:
+            engine.dispose()  # the caller never gets this ledger: its connections are closed here
+            raise
     if created and seed_new:
         ledger.setup_memory(Actor(agent="system", source="cli"))
     return ledger, InitReport(
         settings.db_url, str(settings.key_path), key_created, created, str(settings.signing_key_path), signer_created
     )
+
+
+def open_node(
+    settings: LedgerSettings,
+    clock: _clock.Clock = _clock.now,
+    *,
+    progress: ProgressBars | None = None,
+    embedder: EmbedderStatus = _embedder.status,
+) -> tuple[Ledger, InitReport]:
+    """Open the ledger for ``serve`` and ``mcp``: a start changes nothing. It reads the schema's version and the
+    keys the ledger binds, and refuses (saying what to run or which key files to copy) when the schema is behind
+    or ahead of this program, or the key files are missing or not this ledger's; it writes no key file and runs
+    no DDL, so nodes started at once all come up and no write of another node waits for a start.
+
+    The one exception is a database that holds no ledger at all: it is created as ``init`` would, with the
+    constitutional memory, under the migration lock (the quickstart's first ``serve``; a fresh cluster whose
+    nodes start together gets one ledger, and the nodes without its keys are refused)."""
+    engine = make_engine(settings.db_url, settings.timeouts)
+    try:
+        state = migration.schema_state(engine)
+        if not state.absent:
+            migration.require_current(state)
+            check_node_keys(settings, engine, clock)
+            key = receipt_key.load_key(settings.key_path)
+            signer = signing.load_signing_key(settings.signing_key_path) if settings.signing_key_path.exists() else None
+            store = _sql_store(settings, key, clock, engine)
+            ledger = compose(settings, key, signer=signer, store=store, clock=clock, embedder=embedder)
+    except BaseException:
+        engine.dispose()
+        raise
+    if state.absent:
+        engine.dispose()
+        return initialise(settings, clock, seed_new=True, progress=progress, embedder=embedder)
+    return ledger, InitReport(
+        settings.db_url, str(settings.key_path), False, False, str(settings.signing_key_path), False
+    )
+
+
+def check_node_keys(settings: LedgerSettings, engine: Engine, clock: _clock.Clock = _clock.now) -> None:
+    """Refuse key files that are not the ones this ledger binds (its ``LedgerInitialised``, ``RowKeyBound`` and
+    ``SigningKeyBound`` events, read without authenticating them): missing or different, naming each file and
+    what to copy. Nothing is written."""
+    recorded = SqlEventStore(engine, clock=clock, timeouts=settings.timeouts, row_key=None)
+    events = recorded.load_stream(LEDGER_STREAM).events
+    receipt_id, signing_bound = bindings(events)
+    row_bound = row_binding(events)
+    problems: list[str] = []
+    if receipt_id is not None or row_bound is not None:
+        path = settings.key_path
+        if not path.exists():
+            problems.append(f"receipt key {path} is missing")
+        else:
+            key = receipt_key.load_key(path)
+            row_id = RowKey.derive(key.secret).key_id
+            if (receipt_id is not None and key.key_id != receipt_id) or (
+                row_bound is not None and row_id != row_bound.key_id
+            ):
+                problems.append(f"receipt key {path} is {key.key_id}, not this ledger's {receipt_id}")
+    if signing_bound is not None:
+        path = settings.signing_key_path
+        if not path.exists():
+            problems.append(f"signing key {path} is missing")
+        elif (found := signing.load_signing_key(path).key_id) != signing_bound.key_id:
+            problems.append(f"signing key {path} is {found}, not this ledger's {signing_bound.key_id}")
+    if problems:
+        raise Conflict(
+            f"this node's key files are not the ledger's: {'; '.join(problems)}",
+            f"copy receipt.key and signing.key from a node of this ledger (or their backup) to {settings.key_path} "
+            f"and {settings.signing_key_path} (LEDGER_KEY_FILE, LEDGER_SIGNING_KEY_FILE); a node never writes key "
+            "files for a ledger that exists",
+        )
+
+
+def _sql_store(settings: LedgerSettings, key: ReceiptKey, clock: _clock.Clock, engine: Engine) -> SqlEventStore:
+    return SqlEventStore(engine, clock=clock, timeouts=settings.timeouts, row_key=RowKey.derive(key.secret))

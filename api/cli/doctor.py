@@ -15,6 +15,7 @@ def doctor(ctx: typer.Context) -> None:
 
     from api.bootstrap import open_ledger, redact
     from ledger.audit.report import Source
+    from ledger.core.storage import migration
     from projections.search import CHECKPOINT
 
     settings = settings_of(ctx)
@@ -37,6 +38,13 @@ def doctor(ctx: typer.Context) -> None:
         head, head_hash = ledger.store.head()
         row("database", True, f"{redact(settings.db_url)} ({ledger.store.dialect})")
         row("events", True, f"head position {head}, hash {head_hash[:16]}")
+        schema = migration.schema_state(ledger.store.engine)
+        row(
+            "schema",
+            schema.current,
+            f"version {schema.found} (this program's: {migration.SCHEMA_VERSION})"
+            + ("" if schema.current else " — run `compliance-ledger migrate`; serve and mcp refuse to start"),
+        )
         bound = ledger.bound_key_id()
         row("key binding", bound == ledger.key.key_id, f"ledger bound to key {bound or '— (run init)'}")
         signing_bound = ledger.bound_signing_key()

@@ -31,14 +31,14 @@ def mcp(
     log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
-    from api.bootstrap import initialise
+    from api.bootstrap import open_node
     from api.mcp.server import build_mcp
     from api.ratelimit import limiter
 
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
     try:
-        ledger, _ = initialise(settings, seed_new=True, progress=progress)
+        ledger, _ = open_node(settings, progress=progress)
     except LedgerError as exc:
         raise fail(exc) from exc
     if working_dir is not None:
@@ -151,7 +151,7 @@ def serve(
 
     _tune_malloc()
 
-    from api.bootstrap import initialise, redact
+    from api.bootstrap import open_node, redact
     from api.rest.app import build_app
 
     base = settings_of(ctx)
@@ -172,7 +172,7 @@ def serve(
     except LedgerError as exc:
         raise fail(exc) from exc
     try:
-        ledger, report = initialise(settings, seed_new=True, progress=progress)
+        ledger, report = open_node(settings, progress=progress)
         ring = ledger.key_ring()
         if ledger.signer is not None:
             # A checkpoint of the tree before the first request, cosigned by the witnesses: a ledger whose witnesses

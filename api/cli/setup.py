@@ -8,7 +8,7 @@ import typer
 
 from api.cli.context import fail, operator, settings_of
 from api.cli.output import out, progress
-from ledger.core.errors import InvalidInput, LedgerError
+from ledger.core.errors import InvalidInput, LedgerError, NotInitialised
 
 
 def init(
@@ -68,6 +68,39 @@ def init(
             out.print(f"not restored: {block_id} was forgotten (erased) by an administrator")
 
 
+def migrate(ctx: typer.Context) -> None:
+    """Bring the ledger's schema up to this program's version, once, before nodes of the new version start (safe
+    from several nodes at once: one migrates under a lock, the others wait and change nothing)."""
+    from api.bootstrap import initialise, redact
+    from ledger.core.storage import make_engine, migration
+
+    settings = settings_of(ctx)
+    engine = make_engine(settings.db_url, settings.timeouts)
+    try:
+        before = migration.schema_state(engine)
+    except LedgerError as exc:
+        raise fail(exc) from exc
+    finally:
+        engine.dispose()
+    if before.absent:
+        raise fail(
+            NotInitialised(
+                f"{redact(settings.db_url)} holds no ledger to migrate",
+                "run `compliance-ledger init` once (with the same --db / --home)",
+            )
+        )
+    try:
+        ledger, _ = initialise(
+            settings, progress=progress, waiting=lambda: out.print("waiting for another migration to finish")
+        )
+    except LedgerError as exc:
+        raise fail(exc) from exc
+    ledger.store.dispose()
+    done = "already current" if before.current else f"migrated from version {before.found}"
+    out.print(f"database   {redact(settings.db_url)}: schema version {migration.SCHEMA_VERSION} ({done})")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``init`` to the root command."""
+    """Add ``init`` and ``migrate`` to the root command."""
     app.command()(init)
+    app.command()(migrate)

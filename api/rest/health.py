@@ -1,4 +1,7 @@
-"""``GET /health``: ok, busy or unavailable, probed on threads and connections of its own."""
+"""``GET /health``: this node's health (ok, busy or unavailable), probed on threads and connections of its own.
+
+It is about this node: 200 while the node can reach its database, even when another node holds the write lock
+(the body says ``store_busy``), so a load balancer that probes it takes a node out only when that node is down."""
 
 from __future__ import annotations
 
@@ -12,13 +15,18 @@ from pydantic import BaseModel, Field
 
 from api.rest.deps import LedgerDep
 from api.version import package_version
-from ledger.core.errors import LedgerError, StoreBusy
+from ledger.core.errors import LedgerError
 
 
 class Health(BaseModel):
     status: Literal["ok", "busy", "unavailable"]
     database: str
     head_position: int | None = None
+    store_busy: bool = Field(
+        default=False,
+        description="the write lock was held (by any node) past the probe's wait: writes may get 503 store_busy now; "
+        "this node itself is up",
+    )
     index_skipped: list[int] = Field(
         default_factory=list, description="positions of events the search index could not hold and skipped"
     )
@@ -37,8 +45,10 @@ def router() -> APIRouter:
 
     @api.get("/health", response_model=Health, tags=["ops"], responses={503: {"model": Health}})
     async def health(ledger: LedgerDep) -> Any:
-        """ok, busy (the write lock was held past the probe's wait: stamps get 503 now) or unavailable. The probe
-        runs on threads and a connection pool of its own, so requests stuck on a held lock cannot starve it."""
+        """This node's health: 200 ok, 200 busy (the write lock was held past the probe's wait, by this node or
+        another: writes may get 503 now, ``store_busy`` true) or 503 unavailable (this node cannot reach its
+        database: the one answer a load balancer should take it out for). The probe runs on threads and a
+        connection pool of its own, so requests stuck on a held lock cannot starve it."""
         if not health_threads:
             health_threads.append(anyio.CapacityLimiter(2))
         try:
@@ -46,9 +56,10 @@ def router() -> APIRouter:
         except LedgerError as exc:
             down = Health(status="unavailable", database=exc.message).model_dump()
             return JSONResponse(down, status_code=503)
-        if probe.busy:
-            busy = Health(status="busy", database=ledger.store.dialect, head_position=probe.head_position)
-            return JSONResponse(busy.model_dump(), status_code=503, headers={"Retry-After": str(StoreBusy.retry_after)})
+        if probe.busy:  # still 200: this node is up; the lock's holder may be another node
+            return Health(
+                status="busy", database=ledger.store.dialect, head_position=probe.head_position, store_busy=True
+            )
         try:  # on the probe's own pool too, so a starved main pool cannot hang the report
             skips = await anyio.to_thread.run_sync(
                 ledger.index.skips, ledger.store._probe_engine(), limiter=health_threads[0]

@@ -14,6 +14,7 @@ from ledger.audit import checkpoints
 from ledger.audit.report import CheckpointFinding, Replay
 from ledger.audit.transparency import TransparencyCommands
 from ledger.core import access, signing
+from ledger.core.canonical import format_ts
 from ledger.core.chain import ChainReport, StoredRecord
 from ledger.core.errors import ConcurrencyError, Conflict, IntegrityViolation, NotInitialised
 from ledger.core.events import (
@@ -23,7 +24,7 @@ from ledger.core.events import (
     RowKeyBound,
     SigningKeyBound,
 )
-from ledger.core.storage import StreamState
+from ledger.core.storage import StreamState, migration
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
 from ledger.memory.handlers import MemoryCommands
 from projections.active_hours import ActiveTime
@@ -75,14 +76,32 @@ class AuditCommands:
         """Create the schema, bring an older ledger up to date and record which keys this ledger is bound to.
         Idempotent.
 
-        Returns whether this call created the ledger. A ledger made before signing keys existed is bound to its
-        signing key the first time it is initialised with one. A ledger made before row authenticators gets its
-        events authenticated (:meth:`_vouch`) and a ledger whose tree is behind its log gets the missing part,
-        each with a bar from ``progress``.
+        Returns whether this call created the ledger. A schema already at ``SCHEMA_VERSION`` is not touched (no
+        DDL: nothing waits for it); an older one is migrated and its new version recorded last. Callers that may
+        race run this under ``migration_lock`` (:mod:`ledger.core.storage.migration`). A ledger made before
+        signing keys existed is bound to its signing key the first time it is initialised with one. A ledger made
+        before row authenticators gets its events authenticated (:meth:`_vouch`) and a ledger whose tree is behind
+        its log gets the missing part, each with a bar from ``progress``.
         """
         store = self.kernel.store
         if store.row_key is None:
             raise NotInitialised("the ledger's store was opened without its row key", "open it with its key file")
+        schema = migration.schema_state(store.engine)
+        if schema.ahead:
+            migration.require_current(schema)
+        if not schema.current:
+            self._migrate(progress)
+        # The search index is derived: one built another way (another tokenizer, before provenance) is rebuilt
+        # here, by init or migrate, never by a start (its build version is part of the schema's version).
+        self.kernel.index.create_schema()
+        created = self._bind_keys()
+        if not schema.current:
+            migration.record_version(store.engine, format_ts(self.kernel.clock()))
+        return created
+
+    def _migrate(self, progress: ProgressBars | None) -> None:
+        """Create the schema, or bring an older one up to date (DDL: it waits for every running write)."""
+        store = self.kernel.store
         store.create_schema()
         unauthenticated, missing = store.pending_upgrade()
         if unauthenticated:
@@ -92,9 +111,13 @@ class AuditCommands:
         if missing:
             with _bar(progress, "building the tree", missing) as tick:
                 store.build_tree(tick)
-        self.kernel.index.create_schema()
         self.kernel.snapshots.create_schema()
         self.transparency.create_schema()
+
+    def _bind_keys(self) -> bool:
+        """Check the key files against the keys the ``ledger`` stream binds, and bind those it does not yet."""
+        store = self.kernel.store
+        assert store.row_key is not None
         for _ in range(self.kernel.config.max_conflict_retries):
             try:
                 state = store.load_stream(LEDGER_STREAM)

@@ -43,6 +43,12 @@ class Timeouts:
 
     lock: float = 5.0
     statement: float = 30.0
+    idle_in_transaction: float = 5.0
+    """PostgreSQL ``idle_in_transaction_session_timeout`` of the ledger's sessions (0: none): a node that stops
+    (SIGSTOP, a long pause, a hung VM) inside a transaction loses it, and the write lock, after this long."""
+    keepalive: float = 5.0
+    """TCP keepalives of the ledger's PostgreSQL connections, both ends (0: the system's): first probe after this
+    many idle seconds, then every half of it, three unanswered probes end the connection."""
 
     @property
     def lock_ms(self) -> int:
@@ -51,3 +57,7 @@ class Timeouts:
     @property
     def statement_ms(self) -> int:
         return max(1, round(self.statement * 1000))
+
+    @property
+    def idle_in_transaction_ms(self) -> int:
+        return max(0, round(self.idle_in_transaction * 1000))

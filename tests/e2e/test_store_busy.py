@@ -18,6 +18,7 @@ from mcp import Client
 
 from api.mcp.server import build_mcp
 from api.settings import Settings
+from ledger.core.limits import Timeouts
 from ledger.core.storage import SqlEventStore, make_engine
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
@@ -29,7 +30,7 @@ AGENT = Actor(agent="local", source="rest")
 @contextmanager
 def append_lock_held(url: str) -> Iterator[None]:
     """Hold the ledger's append lock from another connection (an open write transaction) until the block ends."""
-    holder = SqlEventStore(make_engine(url), row_key=None)
+    holder = SqlEventStore(make_engine(url, Timeouts(idle_in_transaction=0)), row_key=None)  # held as long as asked
     try:
         with holder.write_transaction():
             yield
@@ -58,8 +59,8 @@ def test_a_held_append_lock_makes_assert_a_503_that_changes_nothing_and_a_retry_
             assert refused.headers["retry-after"] == "1"
             assert refused.json()["error"]["code"] == "store_busy"
             assert "retry" in refused.json()["error"]["hint"] or "again" in refused.json()["error"]["hint"]
-            health = http.get("/health")  # answers while the lock is held, and says so
-            assert health.status_code == 503 and health.json()["status"] == "busy"
+            health = http.get("/health")  # answers while the lock is held, and says so: this node is up
+            assert health.status_code == 200 and health.json()["status"] == "busy" and health.json()["store_busy"]
             assert health.json()["head_position"] == head[0]
         assert ledger.store.head() == head  # the refused request appended nothing
         assert ledger.session_state(sid).token.status == "valid"
@@ -110,7 +111,7 @@ def test_health_answers_while_every_request_thread_waits_for_a_held_lock(
                 t.start()
             wait_until(lambda: limiter.borrowed_tokens == len(sessions), "every request thread to be taken")
             health = http.get("/health")
-            assert health.status_code == 503 and health.json()["status"] == "busy"
+            assert health.status_code == 200 and health.json()["status"] == "busy" and health.json()["store_busy"]
         for t in stuck:
             t.join(timeout=READY_WITHIN)
         assert answers == dict.fromkeys(sessions, 200)  # the lock came free, and the waiting stamps went through

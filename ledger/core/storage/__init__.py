@@ -12,9 +12,10 @@ One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL
 :mod:`.connection` (write transactions and read cursors), :mod:`.group_commit` (appends), :mod:`.reads`
 (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
 sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
-:mod:`.upgrade` (authenticating a ledger from before authenticators) and :mod:`.store` (the
-:class:`SqlEventStore` they make). :mod:`.contract` states what the ledger asks of a store (:class:`EventStore`,
-:class:`LedgerStore`), and :mod:`.memory` is its second implementation, :class:`MemoryStore`.
+:mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
+and the migration lock) and :mod:`.store` (the :class:`SqlEventStore` they make). :mod:`.contract` states what the
+ledger asks of a store (:class:`EventStore`, :class:`LedgerStore`), and :mod:`.memory` is its second
+implementation, :class:`MemoryStore`.
 """
 
 from ledger.core.storage.authenticator import RowKey

@@ -30,12 +30,57 @@ against 2.5 MB at 100k events (the FTS pages they touch grow with the index); th
 once for every connection, so a smaller private cache costs reads from it, not from disk."""
 
 
+def _keepalive(timeouts: Timeouts) -> tuple[int, int, int] | None:
+    """Seconds before the first probe, between probes, and probes unanswered before the connection ends."""
+    if timeouts.keepalive <= 0:
+        return None
+    idle = max(1, round(timeouts.keepalive))
+    return idle, max(1, idle // 2), 3
+
+
+def keepalive_args(timeouts: Timeouts) -> dict[str, Any]:
+    """libpq's keepalives on the client's end (psycopg connect arguments), and ``tcp_user_timeout``: a server
+    that stops answering ends the connection instead of hanging a request."""
+    keepalive = _keepalive(timeouts)
+    if keepalive is None:
+        return {"keepalives": 1}
+    idle, interval, count = keepalive
+    return {
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": interval,
+        "keepalives_count": count,
+        "tcp_user_timeout": (idle + interval * count) * 1000,
+    }
+
+
+def session_settings(timeouts: Timeouts) -> str:
+    """What every PostgreSQL session of the ledger sets when it connects: its lock and statement timeouts, the
+    idle-in-transaction timeout (a stalled node's transaction, and the write lock with it, ends there) and the
+    server's keepalives on its end (a node whose machine stopped answering is found dead: its session ends)."""
+    parts = [
+        f"SET lock_timeout = {timeouts.lock_ms}",
+        f"SET statement_timeout = {timeouts.statement_ms}",
+        f"SET idle_in_transaction_session_timeout = {timeouts.idle_in_transaction_ms}",
+    ]
+    keepalive = _keepalive(timeouts)
+    if keepalive is not None:
+        idle, interval, count = keepalive
+        parts += [
+            f"SET tcp_keepalives_idle = {idle}",
+            f"SET tcp_keepalives_interval = {interval}",
+            f"SET tcp_keepalives_count = {count}",
+        ]
+    return "; ".join(parts)
+
+
 def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | None = None) -> Engine:
     """Create the engine for ``url``. SQLite runs in WAL mode with ``synchronous=FULL`` (no lost commits).
 
     Waits are bounded by ``timeouts``: SQLite's busy wait (a writer waiting for another's write lock), and on
     PostgreSQL a session-level ``lock_timeout`` / ``statement_timeout`` for every statement (write transactions
-    also set them ``LOCAL``, which holds behind a transaction-pooling proxy too). ``pool_size`` gives a small
+    also set them ``LOCAL``, which holds behind a transaction-pooling proxy too), and the idle-in-transaction
+    timeout and TCP keepalives of :func:`session_settings` and :func:`keepalive_args`. ``pool_size`` gives a small
     pool of its own, e.g. for the health probe.
     """
     timeouts = timeouts or Timeouts()
@@ -64,13 +109,15 @@ def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | 
 
         return engine
     if url.startswith("postgresql"):
-        engine = sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5}, **pool)
+        connect_args: dict[str, Any] = {"connect_timeout": 5, **keepalive_args(timeouts)}
+        engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args, **pool)
+        session = session_settings(timeouts)
 
         @sa_event.listens_for(engine, "connect")
         def _limits(dbapi_conn: Any, _record: Any) -> None:
             # Session-wide, so reads and DDL are bounded too (a URL's ``options`` such as search_path stay).
             with dbapi_conn.cursor() as cur:
-                cur.execute(f"SET lock_timeout = {timeouts.lock_ms}; SET statement_timeout = {timeouts.statement_ms}")
+                cur.execute(session)
             dbapi_conn.commit()
 
         return engine

@@ -3,6 +3,7 @@ verification and its upgrade, with the schema's creation and the health probe.""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 
@@ -134,7 +135,7 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
             if self._probe is None:
                 wait = min(self.timeouts.lock, PROBE_LOCK_SECONDS)
                 url = self.engine.url.render_as_string(hide_password=False)
-                self._probe = make_engine(url, Timeouts(lock=wait, statement=self.timeouts.statement), pool_size=2)
+                self._probe = make_engine(url, dataclasses.replace(self.timeouts, lock=wait), pool_size=2)
             return self._probe
 
     def dispose(self) -> None:

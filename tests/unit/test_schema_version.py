@@ -1,0 +1,38 @@
+"""The schema's version follows its DDL: every text that creates a table, an index, a trigger or a view of the
+ledger (and the search index's build version, which a current schema is never rebuilt for at a start) hashes to
+the digest pinned for :data:`SCHEMA_VERSION`. A change to any of them fails here until the version is raised (with
+what migrates an older schema in ``AuditCommands._migrate``) and the digest pinned again: a start runs no DDL, so
+a schema change that kept the version would never reach a running ledger."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ledger.audit import transparency
+from ledger.core.storage import migration, schema
+from projections import embedding_index, snapshots
+from projections.search import schema as search_schema
+
+PINNED = {1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437"}
+
+
+def schema_digest() -> str:
+    texts = {
+        "events": [repr(column) for column in schema.EVENTS.columns],
+        "triggers": schema._TRIGGERS,
+        "append_only": {d: {t: schema.append_only_ddl(d, t) for t in schema._APPEND_ONLY} for d in schema._TRIGGERS},
+        "migration": migration._DDL,
+        "search": [search_schema.VERSION, search_schema.COMMON_DDL, search_schema.DDL],
+        "snapshots": snapshots._DDL,
+        "embeddings": embedding_index._DDL,
+        "transparency": transparency._DDL,
+    }
+    return hashlib.sha256(json.dumps(texts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def test_the_schema_version_is_raised_with_every_change_to_the_schema() -> None:
+    assert schema_digest() == PINNED[migration.SCHEMA_VERSION], (
+        "the ledger's DDL changed: raise SCHEMA_VERSION (ledger/core/storage/migration.py), migrate older schemas in "
+        f"AuditCommands._migrate, and pin {schema_digest()} for it here"
+    )
