@@ -53,7 +53,7 @@ from ledger.core.events import MemoryRemembered
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 
-SECTION = "## Encryption and erasure (scripts/bench_erasure.py)"
+SECTION = docs.ERASURE
 WHO = Actor("bench", "cli")
 ADMIN = Actor("bench-admin", "cli", admin=True)
 SEARCH_LIMIT = 10
