@@ -23,6 +23,7 @@ UI = "## Dashboard page load (scripts/bench_ui.py)"
 RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
 PROOFS = "## Offline proof checks (scripts/bench_tlog.py)"
 SECRET_SCAN = "## Credential scan (scripts/bench_secret_scan.py)"
+ERASURE = "## Encryption and erasure (scripts/bench_erasure.py)"
 SECTIONS = (
     ANCHOR,
     MEMORY,
@@ -38,6 +39,7 @@ SECTIONS = (
     UI,
     RECALL_FRAMES,
     SECRET_SCAN,
+    ERASURE,
 )
 
 
