@@ -23,16 +23,17 @@ from sqlalchemy.engine import Engine
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
-from ledger.core.errors import ConcurrencyError, InvalidInput
+from ledger.core.errors import ConcurrencyError
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import _meta, decode, encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
 from ledger.core.storage.authenticator import RowKey
+from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StreamState
 from ledger.core.storage.schema import APPEND_LOCK
 from ledger.core.storage.side_tables import LOG_INDEX, SideTables
 from ledger.core.storage.store import Probe
-from ledger.core.storage.tree import EMPTY, Tree, _whole
+from ledger.core.storage.tree import EMPTY, Tree
 from ledger.core.tlog import merkle
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 # The read models' catch-up probes are single SQL statements over ``events`` (position, type): the side tables
 # carry that much of the log, written in the append, and nothing else of it.
-class MemoryStore:
+class MemoryStore(TreeProofs):
     """The store contract in memory: gapless 1-based positions, per-stream versions, all-or-nothing appends that
     leave no trace on a :class:`ConcurrencyError`, the SQL store's hash chain and tree, ``recorded_at`` that never
     goes backwards, one lock for every read and write of the log.
@@ -248,40 +249,9 @@ class MemoryStore:
         with self._lock:
             return [self._hashes[int(i)] for i in indexes]
 
-    def _within(self, size: int) -> int:
-        _whole(size, "the tree size", "send a tree size, e.g. the size of a checkpoint")
-        tree = self.tree_size()
-        if size > tree:
-            raise InvalidInput(
-                f"size {size} is past the tree, which has {tree} leaves", f"ask for a size of at most {tree}"
-            )
-        return size
-
-    def tree_root(self, size: int) -> bytes:
-        return merkle.tree_hash(self._within(size), self.tree_hashes)
-
-    def prove_inclusion(self, index: int, size: int) -> list[bytes]:
-        self._within(size)
-        hint = f"send 0 ≤ index < size (the event at position p is leaf p − 1; here index < {size})"
-        if _whole(index, "the leaf index", hint) >= size:
-            raise InvalidInput(f"leaf index {index} is not in a tree of {size} leaves", hint)
-        return merkle.prove_inclusion(index, size, self.tree_hashes)
-
-    def prove_consistency(self, old: int, size: int) -> list[bytes]:
-        self._within(size)
-        hint = f"send 0 < old ≤ size (here size is {size})"
-        if not 0 < _whole(old, "the old size", hint) <= size:
-            raise InvalidInput(f"no consistency proof from size {old} to size {size}", hint)
-        return merkle.prove_consistency(old, size, self.tree_hashes)
-
-    def leaf_data(self, position: int) -> bytes:
-        hint = "send the position of an event in the log (1 to its head)"
-        if _whole(position, "the position", hint) < 1:
-            raise InvalidInput("positions start at 1", hint)
+    def _chain_hash_at(self, position: int) -> str | None:
         rec = self.get(position)
-        if rec is None:
-            raise InvalidInput(f"the log has no event at position {position}", hint)
-        return bytes.fromhex(rec.hash)
+        return rec.hash if rec is not None else None
 
     def rebuild_tree(self, progress: Callable[[int], None] | None = None) -> int:
         with self._lock:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.chain import GENESIS_HASH
-from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, NotInitialised
+from ledger.core.errors import Conflict, IntegrityViolation, NotInitialised
 from ledger.core.storage.driver_errors import classify_driver_error
+from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StoreReads
 from ledger.core.storage.schema import SQLITE_SEAL, authenticated, series_insert, series_keys, series_params
 from ledger.core.tlog import merkle
@@ -124,17 +125,9 @@ class Seal:
         return f"WITH auth AS ({auth}), tree AS ({tree}) ", (*auth_params, *tree_params)
 
 
-def _whole(value: Any, what: str, hint: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{what} must be a whole number of 0 or more, not {value!r}", hint)
-    return value
-
-
-class StoreTree(StoreReads):
+class StoreTree(TreeProofs, StoreReads):
     """The tree's part of :class:`~ledger.core.storage.store.SqlEventStore`: its size, hashes, roots and proofs,
     and its growth over events already in the log."""
-
-    _verified = 0  # the largest size whose newest leaf was checked (or written by this store)
 
     # --- reading -----------------------------------------------------------------------------------------
 
@@ -192,45 +185,9 @@ class StoreTree(StoreReads):
             raise IntegrityViolation(f"the tree's stored hash {missing[0]} is missing", REBUILD_HINT)
         return [found[int(i)] for i in indexes]
 
-    def _within(self, size: int) -> int:
-        _whole(size, "the tree size", "send a tree size, e.g. the size of a checkpoint")
-        if size > self._verified:
-            tree = self.tree_size()
-            if size > tree:
-                raise InvalidInput(
-                    f"size {size} is past the tree, which has {tree} leaves", f"ask for a size of at most {tree}"
-                )
-        return size
-
-    def tree_root(self, size: int) -> bytes:
-        """The root hash of the tree's first ``size`` leaves (RFC 9162 MTH)."""
-        return merkle.tree_hash(self._within(size), self.tree_hashes)
-
-    def prove_inclusion(self, index: int, size: int) -> list[bytes]:
-        """The inclusion proof (RFC 9162 PATH) of leaf ``index`` in the tree of ``size`` leaves."""
-        self._within(size)
-        hint = f"send 0 ≤ index < size (the event at position p is leaf p − 1; here index < {size})"
-        if _whole(index, "the leaf index", hint) >= size:
-            raise InvalidInput(f"leaf index {index} is not in a tree of {size} leaves", hint)
-        return merkle.prove_inclusion(index, size, self.tree_hashes)
-
-    def prove_consistency(self, old: int, size: int) -> list[bytes]:
-        """The consistency proof (RFC 9162 PROOF) that the tree of ``old`` leaves is a prefix of that of ``size``."""
-        self._within(size)
-        hint = f"send 0 < old ≤ size (here size is {size})"
-        if not 0 < _whole(old, "the old size", hint) <= size:
-            raise InvalidInput(f"no consistency proof from size {old} to size {size}", hint)
-        return merkle.prove_consistency(old, size, self.tree_hashes)
-
-    def leaf_data(self, position: int) -> bytes:
-        """The leaf data of the event at ``position`` (leaf ``position − 1``): its chain hash's 32 raw bytes."""
-        hint = "send the position of an event in the log (1 to its head)"
-        if _whole(position, "the position", hint) < 1:
-            raise InvalidInput("positions start at 1", hint)
+    def _chain_hash_at(self, position: int) -> str | None:
         rows = self._rows("position, hash", "position = ?", (position,), hash_at=1)
-        if not rows:
-            raise InvalidInput(f"the log has no event at position {position}", hint)
-        return bytes.fromhex(rows[0][1])
+        return str(rows[0][1]) if rows else None
 
     # --- growing ------------------------------------------------------------------------------------------
 
