@@ -15,7 +15,8 @@ sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenti
 :mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
 and the migration lock) and :mod:`.store` (the :class:`SqlEventStore` they make). :mod:`.contract` states what the
 ledger asks of a store (:class:`EventStore`, :class:`LedgerStore`), and :mod:`.memory` is its second
-implementation, :class:`MemoryStore`.
+implementation, :class:`MemoryStore` (its read models' tables in :mod:`.side_tables`); :mod:`.proofs` holds the
+tree's roots and proofs, written once for both.
 """
 
 from ledger.core.storage.authenticator import RowKey
