@@ -4,6 +4,7 @@ with the checks of each request, written once for both stores (:class:`~.tree.St
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,22 +18,24 @@ def _whole(value: Any, what: str, hint: str) -> int:
     return value
 
 
-class TreeProofs:
+class TreeProofs(abc.ABC):
     """Roots, proofs and leaf data over a store's tree, with the checks of what a caller asks: the same for the SQL
     store (:class:`~.tree.StoreTree`) and the memory store. A store gives ``tree_size``, ``tree_hashes`` and
     ``_chain_hash_at``; ``_verified`` is the largest size known good without asking (0: always ask)."""
 
     _verified = 0  # the largest size whose newest leaf was checked (or written by this store)
 
+    @abc.abstractmethod
     def tree_size(self) -> int:
-        raise NotImplementedError
+        """The number of leaves the tree holds."""
 
+    @abc.abstractmethod
     def tree_hashes(self, indexes: Sequence[int]) -> list[bytes]:
-        raise NotImplementedError
+        """The tree's stored hashes at ``indexes`` (Go sumdb's layout)."""
 
+    @abc.abstractmethod
     def _chain_hash_at(self, position: int) -> str | None:
         """The chain hash of the event at ``position`` (checked as the store checks a read), or None."""
-        raise NotImplementedError
 
     def _within(self, size: int) -> int:
         _whole(size, "the tree size", "send a tree size, e.g. the size of a checkpoint")
