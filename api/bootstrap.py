@@ -13,10 +13,20 @@ from ledger.core import clock as _clock
 from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 
 if TYPE_CHECKING:
+    from ledger.core.decision_settings import DecisionSettings
     from ledger.core.storage import LedgerStore
     from projections.search import SearchIndex
 
-__all__ = ["InitReport", "initialise", "ledger_settings", "open_ledger", "open_node", "redact", "search_index"]
+__all__ = [
+    "InitReport",
+    "decision_settings",
+    "initialise",
+    "ledger_settings",
+    "open_ledger",
+    "open_node",
+    "redact",
+    "search_index",
+]
 
 
 def ledger_settings(settings: Settings) -> LedgerSettings:
@@ -43,6 +53,7 @@ def ledger_settings(settings: Settings) -> LedgerSettings:
         enforcement_rules_file=settings.enforcement_rules_file,
         semantic=settings.semantic,
         search_min_similarity=settings.search_min_similarity,
+        project_roots_default="project_roots" not in settings.model_fields_set,
     )
 
 
@@ -72,6 +83,11 @@ def open_node(
     """:func:`ledger.compose.open_node` (``serve`` and ``mcp``: a start changes nothing) with the environment's
     settings."""
     return compose.open_node(ledger_settings(settings), clock, progress=progress)
+
+
+def decision_settings(settings: Settings) -> DecisionSettings:
+    """:func:`ledger.compose.decision_settings`: this node's settings that change a decision."""
+    return compose.decision_settings(ledger_settings(settings))
 
 
 def search_index(store: LedgerStore, settings: Settings) -> SearchIndex:

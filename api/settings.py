@@ -153,6 +153,12 @@ class Settings(BaseSettings):
         600, ge=0, description="requests and tool calls per window per API key (or agent, without keys); 0: no limit"
     )
     rate_limit_window_seconds: float = Field(60.0, gt=0, description="the window of rate_limit, in seconds")
+    node_name: str | None = Field(
+        None,
+        max_length=200,
+        description="the name serve and mcp announce this node under (doctor lists the nodes); default "
+        "<hostname>:<pid>, a new name at every start",
+    )
     otel_exporter: Literal["none", "console", "otlp"] = Field(
         "none", description="OpenTelemetry spans (needs the [otel] extra): none, console (stderr) or otlp"
     )

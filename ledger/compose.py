@@ -9,6 +9,7 @@ at import time.
 from __future__ import annotations
 
 import dataclasses
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING
 from ledger.audit.handlers import row_binding
 from ledger.core import clock as _clock
 from ledger.core import receipt_key, signing
-from ledger.core.errors import Conflict
+from ledger.core.decision_settings import DecisionSettings, Difference, differences, file_value
+from ledger.core.errors import Conflict, NotInitialised
+from ledger.core.events import SettingsApplied
 from ledger.core.limits import Timeouts
 from ledger.core.receipt_key import ReceiptKey
 from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore, make_engine, migration
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 EmbedderStatus = Callable[[], tuple[bool, str]]
 """Whether hybrid search can run here and why not (:func:`projections.embedder.status`; fake it in tests)."""
 
+_SYSTEM = Actor(agent="system", source="cli", admin=True)  # what init records, as no one in particular
+
 
 @dataclass(frozen=True)
 class LedgerSettings:
@@ -55,6 +60,9 @@ class LedgerSettings:
     enforcement_rules_file: Path | None = None
     semantic: bool = True  # hybrid search when the [semantic] extra is installed; False: BM25 alone
     search_min_similarity: float = MIN_SIMILARITY
+    # The project roots are the default (the home directory and the start directory), not a list an operator set:
+    # recorded as that rule, not as the paths, which differ with where a node was started (decision_settings).
+    project_roots_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class InitReport:
     ledger_created: bool
     signing_key_path: str
     signing_key_created: bool
+    settings_recorded: bool = False  # this call recorded the node's decision settings (a ledger with none yet)
+    settings_digest: str = ""  # the digest of this node's decision settings (what it announces)
 
 
 def compose(
@@ -125,6 +135,98 @@ def search_index(
     return index
 
 
+def decision_settings(settings: LedgerSettings, embedder: EmbedderStatus = _embedder.status) -> DecisionSettings:
+    """The settings that change a decision — a PASS or a FAIL, a request refused or recorded, what a search
+    returns — in their canonical form: the one set every node of a ledger must share, which the ledger records
+    (``SettingsApplied``, by ``init`` and ``settings apply``) and ``serve`` and ``mcp`` compare their own with.
+
+    In, each because two nodes that differ in it answer the same request differently:
+
+    * ``require_anchor``: the gate FAILs ``anchor_required`` on one node and PASSes on the other;
+    * ``token_ttl_minutes``: a search's token still valid (PASS) or expired (FAIL);
+    * ``project_roots``: a session's working directory accepted or refused. Left at its default (the home
+      directory and the directory the node started in) it is recorded as that rule, ``"(default)"``, not as the
+      paths, which differ with where each node was started: a cluster sets ``LEDGER_PROJECT_ROOTS``;
+    * ``context_paths``, ``external_context``: which project context a session reads and which citations an
+      anchor's proof may make (an anchor validated or refused);
+    * ``anchor_challenge_ttl_minutes``, ``anchor_challenge_required``: a proof accepted or refused;
+    * ``idle_timeout_minutes``: when a session stops counting as active: the active hours that time memory decay
+      and auto-curation, so which blocks are archived and what a search returns;
+    * ``secret_scan``: a text holding a credential refused, redacted or recorded as sent;
+    * ``retrieval``: what memory search ranks by, as it runs here: ``hybrid:<model>`` or ``bm25`` (``LEDGER_SEMANTIC``
+      and whether the ``[semantic]`` extra is installed), and ``search_min_similarity``, hybrid search's floor;
+    * ``workflow_file``, ``enforcement_rules_file``: the workflow table (a transition allowed or refused) and the
+      enforcement rules (each tool's level: a call blocked, warned or let through), by their exact text (the
+      shipped file's when none is set; a node whose file holds the shipped text agrees with one that sets none).
+
+    Out, because they change how or where a node works, never what it decides: the database URL, home and key
+    files (the ledger's identity: ``check_node_keys`` refuses a node with other keys); the lock, statement,
+    idle-in-transaction and keepalive timeouts (how long a node waits before it answers 503, which decides
+    nothing); ``snapshot_every_events`` (how often a read model is saved); the checkpoint file and schedule, the
+    witnesses and the cosignatures they must give (what the transparency log publishes, not what is decided:
+    keep them alike, README "Running several nodes"); the rate limit (how often a key may call: a 429, not an
+    answer); host, port, allowed hosts, CORS origins, the fallback agent without API keys, log format and
+    OpenTelemetry (the node's own transport and logs).
+    """
+    cap = settings.capabilities
+    kernel = settings.kernel
+    _with_files(settings)  # a bad file is refused here, as at a start, before its text is recorded
+    workflow, workflow_from = TABLE.text(settings.workflow_file)
+    rules, rules_from = RULES_FILE.text(settings.enforcement_rules_file)
+    available, _ = embedder()
+    retrieval = f"hybrid:{_embedder.MODEL_ID}" if available and settings.semantic else "bm25"
+    values = {
+        "require_anchor": cap.require_anchor,
+        "token_ttl_minutes": cap.token_ttl.total_seconds() / 60 if cap.token_ttl else 0.0,
+        "project_roots": "(default)" if settings.project_roots_default else sorted(set(cap.project_roots)),
+        "context_paths": list(cap.context_paths),
+        "external_context": sorted(set(cap.external_context)),
+        "anchor_challenge_ttl_minutes": cap.anchor_challenge_ttl.total_seconds() / 60,
+        "anchor_challenge_required": cap.anchor_challenge_required,
+        "idle_timeout_minutes": cap.idle_timeout.total_seconds() / 60,
+        "secret_scan": kernel.secret_scan,
+        "retrieval": retrieval,
+        "search_min_similarity": settings.search_min_similarity,
+        "workflow_file": file_value(workflow),
+        "enforcement_rules_file": file_value(rules),
+    }
+    env = {name: f"LEDGER_{name.upper()}" for name in values}
+    env["retrieval"] = "LEDGER_SEMANTIC and the [semantic] extra"
+    return DecisionSettings(values, {"workflow_file": workflow_from, "enforcement_rules_file": rules_from}, env)
+
+
+def node_settings_differ(ledger: Ledger, local: DecisionSettings) -> list[Difference] | None:
+    """How ``local`` differs from the decision settings the ledger records (empty: they match; ``None``: the ledger
+    records none yet)."""
+    applied = ledger.applied_settings()
+    if applied is None:
+        return None
+    assert isinstance(applied.event, SettingsApplied)
+    return differences(applied.event.values, local)
+
+
+def check_node_settings(ledger: Ledger, local: DecisionSettings) -> None:
+    """Refuse to serve with decision settings other than the ledger's, naming each that differs (the ledger's
+    value and this node's; a file's digests) and what to run; or when the ledger records none yet."""
+    found = node_settings_differ(ledger, local)
+    if found is None:
+        raise NotInitialised(
+            "the ledger records no decision settings yet (it was created before they were recorded), so this "
+            "node cannot tell whether it decides as the others do",
+            "run `compliance-ledger settings apply` once, from a node whose settings are right (or `compliance-ledger "
+            "migrate`, which records its node's when the ledger has none), then start",
+        )
+    if found:
+        said = "; ".join(d.said() for d in found)
+        raise Conflict(
+            f"this node's decision settings differ from the ledger's, so it would decide otherwise than the other "
+            f"nodes: {said}",
+            "give this node the ledger's settings (`compliance-ledger settings show` prints them), or adopt this "
+            "node's for the whole cluster with `compliance-ledger settings apply` (then restart the other nodes "
+            "with them)",
+        )
+
+
 def _embedding_index(store: LedgerStore) -> EmbeddingIndex:
     from projections.embedding_index import EmbeddingIndex  # numpy, on the first search: not when the ledger opens
 
@@ -161,11 +263,14 @@ def initialise(
     Key files are created only for a new ledger (and a signing key for one from before signing keys): against a
     ledger that already binds its keys, missing or different key files are refused, naming the files to copy,
     and none is written (:func:`check_node_keys`). With ``seed_new`` a ledger created by this call also gets the
-    constitutional memory blocks, as ``compliance-ledger init`` would give it. A ledger from before row
+    constitutional memory blocks, as ``compliance-ledger init`` would give it. A ledger that records no decision
+    settings yet (a new one, or one from before they were recorded) gets this node's (:func:`decision_settings`);
+    one that records some keeps them (``settings apply`` changes them). A ledger from before row
     authenticators or the tree is brought up to date here, with a bar from ``progress`` per step.
     ``in_memory``: the ledger's log is a :class:`~ledger.core.storage.MemoryStore` and the settings' database is
     not opened (tests, tools); its keys are still the settings' files.
     """
+    local = decision_settings(settings, embedder)  # a bad workflow or rules file is refused before anything
     if in_memory:
         key, key_created = receipt_key.create_key(settings.key_path)
         signer, signer_created = signing.create_signing_key(settings.signing_key_path)
@@ -186,10 +291,22 @@ def initialise(
         except BaseException:
             engine.dispose()  # the caller never gets this ledger: its connections are closed here
             raise
+    try:
+        recorded = ledger.apply_settings(_SYSTEM, local, node=socket.gethostname(), unless_recorded=True)
+    except BaseException:
+        ledger.store.dispose()
+        raise
     if created and seed_new:
         ledger.setup_memory(Actor(agent="system", source="cli"))
     return ledger, InitReport(
-        settings.db_url, str(settings.key_path), key_created, created, str(settings.signing_key_path), signer_created
+        settings.db_url,
+        str(settings.key_path),
+        key_created,
+        created,
+        str(settings.signing_key_path),
+        signer_created,
+        recorded is not None,
+        local.digest,
     )
 
 
@@ -202,8 +319,9 @@ def open_node(
 ) -> tuple[Ledger, InitReport]:
     """Open the ledger for ``serve`` and ``mcp``: a start changes nothing. It reads the schema's version and the
     keys the ledger binds, and refuses (saying what to run or which key files to copy) when the schema is behind
-    or ahead of this program, or the key files are missing or not this ledger's; it writes no key file and runs
-    no DDL, so nodes started at once all come up and no write of another node waits for a start.
+    or ahead of this program, the key files are missing or not this ledger's, or this node's decision settings
+    are not the ones the ledger records (:func:`check_node_settings`, naming each); it writes no key file, no
+    event and runs no DDL, so nodes started at once all come up and no write of another node waits for a start.
 
     The one exception is a database that holds no ledger at all: it is created as ``init`` would, with the
     constitutional memory, under the migration lock (the quickstart's first ``serve``; a fresh cluster whose
@@ -218,6 +336,8 @@ def open_node(
             signer = signing.load_signing_key(settings.signing_key_path) if settings.signing_key_path.exists() else None
             store = _sql_store(settings, key, clock, engine)
             ledger = compose(settings, key, signer=signer, store=store, clock=clock, embedder=embedder)
+            local = decision_settings(settings, embedder)
+            check_node_settings(ledger, local)
     except BaseException:
         engine.dispose()
         raise
@@ -225,7 +345,13 @@ def open_node(
         engine.dispose()
         return initialise(settings, clock, seed_new=True, progress=progress, embedder=embedder)
     return ledger, InitReport(
-        settings.db_url, str(settings.key_path), False, False, str(settings.signing_key_path), False
+        settings.db_url,
+        str(settings.key_path),
+        False,
+        False,
+        str(settings.signing_key_path),
+        False,
+        settings_digest=local.digest,
     )
 
 

@@ -16,6 +16,7 @@ from ledger.audit.checkpoints import Checkpointer
 from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
 from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
+from ledger.audit.settings import SettingsCommands
 from ledger.audit.transparency import TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
@@ -125,12 +126,15 @@ class Ledger:
         self.audit = AuditCommands(self.kernel, self.memory, self.transparency, idle_timeout=cap.idle_timeout)
         self.hooks = HookCommands(self.kernel)
         self.erasure = ErasureCommands(self.kernel, self.memory)
+        self.settings = SettingsCommands(self.kernel)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
         self.initialise = self.audit.initialise
         self.verify = self.audit.verify
         self.bound_key_id = self.audit.bound_key_id
         self.bound_signing_key = self.audit.bound_signing_key
+        self.applied_settings = self.settings.applied
+        self.apply_settings = self.settings.apply
         self.public_key = self.audit.public_key
         self.checkpoint = self.audit.checkpoint
         self.verify_checkpoints = self.audit.verify_checkpoints

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import typer
 
 from api.cli.context import settings_of
 from api.cli.output import out, table
 from ledger.core.errors import LedgerError
 
+if TYPE_CHECKING:
+    from api.settings import Settings
+    from ledger.service import Ledger
+
 
 def doctor(ctx: typer.Context) -> None:
-    """Check the database, schema, receipt key, hash chain head and search index. Exit 1 on a problem."""
+    """Check the database, schema, receipt key, hash chain head and search index, the decision settings against the
+    ledger's, and list the nodes that served in the last 24 hours. Exit 1 on a problem."""
     from rich.table import Column
 
     from api.bootstrap import open_ledger, redact
@@ -101,12 +109,55 @@ def doctor(ctx: typer.Context) -> None:
             row("index skip", False, f"the search index skipped the event at position {k.position}: {k.reason}")
         ring = ledger.key_ring()
         row("API keys", True, f"{len(ring.keys)} issued, {len(ring.keys) - len(ring.active())} revoked")
+        _settings_rows(ledger, settings, row)
     except LedgerError as exc:
         row("database", False, f"{exc.message} — {exc.hint}")
     finally:
         ledger.store.dispose()
     out.print(checks)
     raise typer.Exit(1 if problems else 0)
+
+
+def _settings_rows(ledger: Ledger, settings: Settings, row: Callable[[str, bool, str], None]) -> None:
+    """The decision settings the ledger records against this node's, and each node seen in the last 24 hours with
+    its version and settings digest: a running one (seen within 90 s) whose digest is not the ledger's fails."""
+    from api.bootstrap import decision_settings
+    from ledger.core.decision_settings import differences
+    from ledger.core.events import SettingsApplied
+    from ledger.core.storage import nodes
+
+    local = decision_settings(settings)
+    applied = ledger.applied_settings()
+    recorded = applied.event if applied is not None and isinstance(applied.event, SettingsApplied) else None
+    if recorded is None:
+        row("settings", False, "the ledger records no decision settings — run `compliance-ledger settings apply`")
+    else:
+        found = differences(recorded.values, local)
+        row(
+            "settings",
+            not found,
+            f"ledger digest {recorded.digest[:16]}; this node's "
+            + ("the same" if not found else f"{local.digest[:16]}, differs in {', '.join(d.name for d in found)}"),
+        )
+    now = ledger.clock()
+    try:
+        seen = nodes.recent(ledger.store.engine, now)
+    except LedgerError as exc:
+        row("nodes", False, f"{exc.message} — {exc.hint}")
+        return
+    if not seen:
+        row("nodes", True, "none announced in the last 24 hours (serve and mcp announce themselves)")
+    for node in seen:
+        live = node.stopped_at is None and now - node.seen_at <= nodes.LIVE_WITHIN
+        agrees = recorded is not None and node.settings_digest == recorded.digest
+        state = "stopped" if node.stopped_at is not None else "running, seen" if live else "last seen"
+        row(
+            f"node {node.node}",
+            agrees or not live,
+            f"{node.kind} {node.version}, settings {node.settings_digest[:16]}"
+            + ("" if agrees else " (not the ledger's)")
+            + f"; started {node.started_at:%Y-%m-%d %H:%M:%SZ}, {state} {node.seen_at:%Y-%m-%d %H:%M:%SZ}",
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from api.cli import (
     anchor,
     audit,
     connect,
+    decisions,
     doctor,
     helptext,
     hook,
@@ -122,6 +123,7 @@ connect.register(app)
 audit.register(app)
 doctor.register(app)
 keys.register(app)
+decisions.register(app)
 report.register(app)
 anchor.register(app)
 memory.register(app)

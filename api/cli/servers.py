@@ -16,7 +16,9 @@ from api.cli.output import err, progress
 from ledger.core.errors import Conflict, InvalidInput, LedgerError
 
 if TYPE_CHECKING:
+    from api.heartbeat import Heartbeat
     from api.settings import Settings
+    from ledger.service import Ledger
 
 LOG_JSON_HELP = "log one JSON object a line on stderr (default: key=value text; also LEDGER_LOG_JSON=1)"
 
@@ -38,7 +40,7 @@ def mcp(
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
     try:
-        ledger, _ = open_node(settings, progress=progress)
+        ledger, report = open_node(settings, progress=progress)
     except LedgerError as exc:
         raise fail(exc) from exc
     if working_dir is not None:
@@ -46,7 +48,7 @@ def mcp(
             working_dir = ledger.check_working_dir(working_dir)
         except LedgerError as exc:
             raise fail(exc) from exc
-    build_mcp(
+    server = build_mcp(
         ledger,
         agent=agent,
         default_role=role,
@@ -55,7 +57,23 @@ def mcp(
         limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
         transport="stdio",
         checkpoint_file=settings.checkpoint_path,
-    ).run()
+    )
+    beat = _heartbeat(ledger, "mcp", report.settings_digest, settings)
+    try:
+        server.run()
+    finally:
+        beat.stop()
+
+
+def _heartbeat(ledger: Ledger, kind: str, digest: str, settings: Settings) -> Heartbeat:
+    """This node announced in ``ledger_nodes`` (``doctor`` lists it), then every 30 s while it runs."""
+    from api.heartbeat import Heartbeat
+
+    beat = Heartbeat(ledger, kind, digest)
+    if settings.node_name:
+        beat.name = settings.node_name
+    beat.start()
+    return beat
 
 
 def _operate(settings: Settings, log_json: bool) -> None:
@@ -225,9 +243,11 @@ def serve(
     # No uvicorn access log: api/rest/observe.py logs each request; uvicorn's own records go through api/logs.py.
     config = uvicorn.Config(build_app(ledger, settings), log_level="warning", access_log=False, log_config=None)
     server = uvicorn.Server(config)
+    beat = _heartbeat(ledger, "serve", report.settings_digest, settings)
     try:
         server.run(sockets=[sock])
     finally:
+        beat.stop()
         sock.close()
     if not server.started:  # the app's startup failed; uvicorn said why
         raise typer.Exit(3)

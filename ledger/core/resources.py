@@ -55,6 +55,19 @@ class YamlFile(Generic[T]):
             raise self.error(f"cannot read {self.what} {path}: {reason}") from exc
         return self._checked(text, str(path))
 
+    def text(self, path: str | Path | None = None) -> tuple[str, str]:
+        """The exact text of the file at ``path`` (or of the packaged default) and where it was read: the path,
+        or ``(default)``. What the ledger records of it (``ledger.core.decision_settings``); read after
+        :meth:`setting` checked it, so a bad file was already refused."""
+        if path is None:
+            return resources.files(self.package).joinpath(self.default).read_text(encoding="utf-8"), "(default)"
+        try:
+            return Path(path).read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            hint = "fix the file's path or its permissions"
+            raise InvalidInput(f"cannot read {self.what} {path}: {reason}", hint) from exc
+
     def setting(self, path: str | Path | None, hint: str) -> T:
         """:meth:`load` for a file an operator configured: a bad one is :class:`InvalidInput` naming it, with
         ``hint`` saying how to fix it (or to fall back to the default)."""

@@ -687,7 +687,7 @@ def test_postgresql_rejects_truncate_on_events(make_ledger: LedgerFactory, pg_ur
     fill(store)
     with pytest.raises(sa.exc.DBAPIError, match="append-only: TRUNCATE rejected"):
         raw(store, "TRUNCATE events")
-    assert count_rows(store) == 13  # LedgerInitialised, SigningKeyBound, RowKeyBound and the activity
+    assert count_rows(store) == 14  # LedgerInitialised, SigningKeyBound, RowKeyBound, SettingsApplied, the activity
     assert store.verify().ok
 
 

@@ -24,6 +24,12 @@ SAMPLES: list[ev.DomainEvent] = [
     ev.LedgerInitialised(receipt_key_id="0123456789abcdef"),
     ev.SigningKeyBound(key_id="0123456789abcdef", public_key="A" * 43),
     ev.RowKeyBound(key_id="0123456789abcdef", vouched_through=0),
+    ev.SettingsApplied(
+        digest="a" * 64,
+        values={"require_anchor": True, "workflow_file": {"sha256": "b" * 64, "text": "statuses: [ready]\n"}},
+        sources={"workflow_file": "/etc/ledger/workflow.yaml"},
+        node="node-1",
+    ),
     ev.ApiKeyIssued(key_id="key_0123456789", agent="alice", key_sha256="a" * 64),
     ev.SessionStarted(session_id="ses_1", agent="alice", role="dev", working_dir="/srv/app", focus="the gate"),
     ev.SessionStarted(session_id="ses_2", agent="bob", role="reviewer"),

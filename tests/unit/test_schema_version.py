@@ -14,7 +14,10 @@ from ledger.core.storage import migration, schema
 from projections import embedding_index, snapshots
 from projections.search import schema as search_schema
 
-PINNED = {1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437"}
+PINNED = {
+    1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437",
+    2: "bfe912000720cc13bc0ba107a878d611930afddaf7f8491c6d26028a4e628ad2",  # ledger_nodes
+}
 
 
 def schema_digest() -> str:
@@ -23,6 +26,7 @@ def schema_digest() -> str:
         "triggers": schema._TRIGGERS,
         "append_only": {d: {t: schema.append_only_ddl(d, t) for t in schema._APPEND_ONLY} for d in schema._TRIGGERS},
         "migration": migration._DDL,
+        "nodes": migration._NODES_DDL,
         "search": [search_schema.VERSION, search_schema.COMMON_DDL, search_schema.DDL],
         "snapshots": snapshots._DDL,
         "embeddings": embedding_index._DDL,

@@ -6,8 +6,8 @@ read by the chained functions in ``UPCASTERS``. This package imports nothing of 
 timestamp format.
 
 The base classes are in :mod:`.base`, one module a capability holds its events (:mod:`.keys`, :mod:`.sessions`,
-:mod:`.memory`, :mod:`.anchor`, :mod:`.workflow`, :mod:`.enforcement`, :mod:`.hooks`), and :mod:`.registry` names them
-all and upcasts; everything is importable from here.
+:mod:`.memory`, :mod:`.anchor`, :mod:`.workflow`, :mod:`.enforcement`, :mod:`.hooks`, and :mod:`.settings` the
+ledger's decision settings), and :mod:`.registry` names them all and upcasts; everything is importable from here.
 """
 
 from ledger.core.events.anchor import (
@@ -62,6 +62,7 @@ from ledger.core.events.sessions import (
     SessionErased,
     SessionStarted,
 )
+from ledger.core.events.settings import SettingsApplied
 from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "SessionEnded",
     "SessionErased",
     "SessionStarted",
+    "SettingsApplied",
     "SigningKeyBound",
     "StopHookDecided",
     "StopOutcome",

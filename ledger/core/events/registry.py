@@ -38,12 +38,14 @@ from ledger.core.events.sessions import (
     SessionErased,
     SessionStarted,
 )
+from ledger.core.events.settings import SettingsApplied
 from ledger.core.events.workflow import TaskCreated, TaskDnaUpdated, TaskTransitioned, TaskTransitionRefused
 
 VOCABULARY: tuple[type[DomainEvent], ...] = (
     LedgerInitialised,
     SigningKeyBound,
     RowKeyBound,
+    SettingsApplied,
     ApiKeyIssued,
     ApiKeyRevoked,
     SessionStarted,

@@ -21,9 +21,10 @@ from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.fair_lock import _write_lock_path, fcntl
 from ledger.core.storage.schema import table_exists_sql
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema this program reads and writes. 1: the events, their authenticators and tree, the search index, the
-snapshots and the transparency log's checkpoints (everything ``init`` created before versions were recorded)."""
+snapshots and the transparency log's checkpoints (everything ``init`` created before versions were recorded).
+2: ``ledger_nodes``, where each ``serve`` and ``mcp`` node announces itself (:mod:`.nodes`; ``doctor`` lists them)."""
 
 _LOG_TABLES = ("events", "event_auth", "tlog_hashes")
 MIGRATE_LOCK = 0x6D696772  # "migr": the second key of PostgreSQL's session-level migration lock
@@ -33,6 +34,14 @@ _DDL = {
     "version INTEGER NOT NULL, migrated_at TEXT NOT NULL)",
     "postgresql": "CREATE TABLE IF NOT EXISTS ledger_schema (id INTEGER PRIMARY KEY CHECK (id = 1), "
     "version INTEGER NOT NULL, migrated_at TEXT NOT NULL)",
+}
+# The nodes that served (version 2): one row a node, written at its start and by its heartbeat (ledger/core/storage/
+# nodes.py). Not part of the log: a side table, updated in place, its old rows pruned.
+_NODES_DDL = {
+    dialect: "CREATE TABLE IF NOT EXISTS ledger_nodes (node TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+    "version TEXT NOT NULL, settings_digest TEXT NOT NULL, started_at TEXT NOT NULL, seen_at TEXT NOT NULL, "
+    "stopped_at TEXT)"
+    for dialect in ("sqlite", "postgresql")
 }
 _UPSERT = (
     "INSERT INTO ledger_schema (id, version, migrated_at) VALUES (1, ?, ?) "
@@ -101,10 +110,12 @@ def schema_state(engine: Engine) -> SchemaState:
 
 
 def record_version(engine: Engine, migrated_at: str, version: int = SCHEMA_VERSION) -> None:
-    """Record that the schema is now at ``version`` (the last step of a migration)."""
+    """Record that the schema is now at ``version`` (the last step of a migration), creating first the tables
+    this module owns (``ledger_schema``, ``ledger_nodes``) if they are not there."""
     dialect = engine.dialect.name
     with translate_errors(dialect), engine.begin() as conn:
         conn.exec_driver_sql(_DDL[dialect])
+        conn.exec_driver_sql(_NODES_DDL[dialect])
         conn.exec_driver_sql(_sql(dialect, _UPSERT), (version, migrated_at))
 
 
