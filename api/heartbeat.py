@@ -52,6 +52,8 @@ class Heartbeat:
     def stop(self) -> None:
         """End the refreshes and say that this node stopped (a node killed says nothing: ``doctor`` shows it as
         last seen)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.every)

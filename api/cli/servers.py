@@ -7,7 +7,7 @@ import ipaddress
 import os
 import socket
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,10 @@ from api.cli.output import err, progress
 from ledger.core.errors import Conflict, InvalidInput, LedgerError
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from fastapi import FastAPI
+
     from api.heartbeat import Heartbeat
     from api.settings import Settings
     from ledger.service import Ledger
@@ -241,16 +245,38 @@ def serve(
             )
     _operate(settings, log_json)
     # No uvicorn access log: api/rest/observe.py logs each request; uvicorn's own records go through api/logs.py.
-    config = uvicorn.Config(build_app(ledger, settings), log_level="warning", access_log=False, log_config=None)
-    server = uvicorn.Server(config)
+    app = build_app(ledger, settings)
     beat = _heartbeat(ledger, "serve", report.settings_digest, settings)
+    _stop_with(app, beat)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, log_config=None)
+    server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
     finally:
-        beat.stop()
+        beat.stop()  # if the app never started; a second stop writes nothing
         sock.close()
     if not server.started:  # the app's startup failed; uvicorn said why
         raise typer.Exit(3)
+
+
+def _stop_with(app: FastAPI, beat: Heartbeat) -> None:
+    """Stop ``beat`` (the node says it stopped) when the app shuts down: on SIGTERM uvicorn ends by raising the
+    signal again, so nothing after ``server.run`` would run."""
+    import contextlib
+
+    import anyio.to_thread
+
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(running: Any) -> AsyncIterator[Any]:
+        async with inner(running) as state:
+            try:
+                yield state
+            finally:
+                await anyio.to_thread.run_sync(beat.stop)
+
+    app.router.lifespan_context = lifespan
 
 
 def register(app: typer.Typer) -> None:

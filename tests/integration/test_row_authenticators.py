@@ -209,7 +209,9 @@ def test_init_authenticates_an_old_ledger_once_and_builds_its_tree(tmp_path: Pat
         marker = ledger.store.get(head + 1)
         assert marker is not None and marker.type == RowKeyBound.type_name
         assert json.loads(marker.data_json) == {"key_id": ledger.store.row_key.key_id, "vouched_through": head}  # type: ignore[union-attr]
-        assert ledger.verify().ok and ledger.store.tree_size() == head + 1
+        settings_recorded = ledger.store.get(head + 2)  # then the node's decision settings, which it had none of
+        assert settings_recorded is not None and settings_recorded.type == "SettingsApplied"
+        assert ledger.verify().ok and ledger.store.tree_size() == head + 2
         sid = ledger.clock_in(ALICE, "dev").session_id
         ledger.search(ALICE, sid, "anything")
         assert ledger.assert_compliance(ALICE, sid).status == "PASS"
