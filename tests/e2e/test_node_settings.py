@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from ledger.core.events import SettingsApplied
@@ -94,8 +95,10 @@ def test_a_node_whose_require_anchor_differs_is_refused_until_settings_apply_the
     assert "require_anchor (LEDGER_REQUIRE_ANCHOR): the ledger's true, this node's false" in said(refused)
     with ExitStack() as stack:
         for name, home in (("node-a", first), ("node-b", second)):
-            base = stack.enter_context(compliance_ledger_serve(home, db_url, LEDGER_NODE_NAME=name, **ANCHOR))
-            wait_until(lambda base=base: healthy(base), f"{name}'s /health")
+            base = stack.enter_context(
+                compliance_ledger_serve(home, db_url, LEDGER_NODE_NAME=name, LEDGER_REQUIRE_ANCHOR="true")
+            )
+            wait_until(partial(healthy, base), f"{name}'s /health")
         doctor = cli(first, db_url, "doctor", **ANCHOR)
     text = said(doctor)
     assert doctor.returncode == 0, doctor.stdout
@@ -137,7 +140,7 @@ def test_a_rule_file_changed_on_one_node_is_refused_naming_the_file(tmp_path: Pa
     shown = cli(first, db_url, "settings", "show", "--file", "enforcement_rules_file")
     assert shown.returncode == 0 and shown.stdout == shipped
     assert cli(second, db_url, "settings", "apply", "--yes", **rules).returncode == 0
-    with compliance_ledger_serve(second, db_url, **rules) as base:
+    with compliance_ledger_serve(second, db_url, LEDGER_ENFORCEMENT_RULES_FILE=str(changed)) as base:
         wait_until(lambda: healthy(base), "the node with the applied rules")
     assert "enforcement_rules_file" in said(cli(first, db_url, "serve", "--port", "0"))
 
