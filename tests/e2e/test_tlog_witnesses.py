@@ -6,6 +6,7 @@ start."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,9 @@ def make_witness(tmp_path: Path, name: str) -> tuple[Path, str]:
 
 
 def ledger_env(home: Path, url: str, **extra: str) -> dict[str, str]:
-    return {**bare_env(home), "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **extra}
+    # the retrieval of the ledgers this test made (conftest's LEDGER_SEMANTIC): a decision setting serve checks
+    semantic = {"LEDGER_SEMANTIC": os.environ["LEDGER_SEMANTIC"]} if "LEDGER_SEMANTIC" in os.environ else {}
+    return {**bare_env(home), "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **semantic, **extra}
 
 
 def test_witnesses_cosign_every_checkpoint_and_bundles_carry_them(
