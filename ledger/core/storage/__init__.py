@@ -13,7 +13,8 @@ One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL
 (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
 sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
 :mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
-and the migration lock) and :mod:`.store` (the :class:`SqlEventStore` they make). :mod:`.contract` states what the
+and the migration lock), :mod:`.nodes` (the nodes that served, as they announced themselves) and :mod:`.store`
+(the :class:`SqlEventStore` they make). :mod:`.contract` states what the
 ledger asks of a store (:class:`EventStore`, :class:`LedgerStore`), and :mod:`.memory` is its second
 implementation, :class:`MemoryStore` (its read models' tables in :mod:`.side_tables`); :mod:`.proofs` holds the
 tree's roots and proofs, written once for both.
