@@ -108,6 +108,22 @@ def test_a_node_whose_require_anchor_differs_is_refused_until_settings_apply_the
     assert text.count(f"settings {adopted.digest[:16]};") == 2
 
 
+def test_an_mcp_node_announces_itself_and_doctor_lists_it(tmp_path: Path, sqlite_url: str) -> None:
+    (home,) = initialised(tmp_path, sqlite_url, 1)
+    stdio = subprocess.run(  # an MCP client that connects and goes away at once: stdin at its end
+        [sys.executable, "-m", "api", "mcp", "--agent", "a"],
+        env={**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": sqlite_url, "LEDGER_NODE_NAME": "stdio-1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=READY_WITHIN,
+    )
+    assert stdio.returncode == 0, stdio.stderr
+    [recorded] = applied(sqlite_url)
+    text = said(cli(home, sqlite_url, "doctor"))
+    assert "node stdio-1 ok mcp" in text and f"settings {recorded.digest[:16]}; started" in text and "stopped" in text
+
+
 def test_a_rule_file_changed_on_one_node_is_refused_naming_the_file(tmp_path: Path, db_url: str) -> None:
     from ledger.enforcement.rules import RULES_FILE
 
