@@ -67,7 +67,7 @@ def settings_show(
     as_json: AsJson = False,
 ) -> None:
     """The decision settings the ledger records, and whether this node's are the same (each that differs named)."""
-    from ledger.core.decision_settings import differences, is_file, render
+    from ledger.core.decision_settings import differences, digest_of, is_file, render
 
     local = _local(ctx)
     with ledger_for(ctx) as ledger:
@@ -86,7 +86,7 @@ def settings_show(
     if as_json:
         print_json(
             {
-                "recorded": None if applied is None else {"digest": applied.event.digest, "values": recorded},  # type: ignore[attr-defined]
+                "recorded": None if applied is None else {"digest": digest_of(recorded), "values": recorded},
                 "local": {"digest": local.digest, "values": dict(local.values), "sources": dict(local.sources)},
                 "differences": None if found is None else [d.name for d in found],
             }

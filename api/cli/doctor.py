@@ -126,7 +126,11 @@ def _settings_rows(ledger: Ledger, settings: Settings, row: Callable[[str, bool,
     from ledger.core.events import SettingsApplied
     from ledger.core.storage import nodes
 
-    local = decision_settings(settings)
+    try:
+        local = decision_settings(settings)
+    except LedgerError as exc:  # a workflow or rules file this node cannot read
+        row("settings", False, f"{exc.message} — {exc.hint}")
+        return
     applied = ledger.applied_settings()
     recorded = applied.event if applied is not None and isinstance(applied.event, SettingsApplied) else None
     if recorded is None:
