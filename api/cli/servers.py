@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import ipaddress
 import os
 import socket
@@ -31,6 +32,7 @@ def mcp(
     log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
+    gc.disable()  # start-up allocates a great many long-lived objects (models, schemas): no collection until served
     from api.bootstrap import open_node
     from api.mcp.server import build_mcp
     from api.ratelimit import limiter
@@ -46,16 +48,20 @@ def mcp(
             working_dir = ledger.check_working_dir(working_dir)
         except LedgerError as exc:
             raise fail(exc) from exc
-    build_mcp(
+    server = build_mcp(
         ledger,
         agent=agent,
         default_role=role,
         default_working_dir=working_dir,
         open_default_session=True,
+        open_in_background=True,
         limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
         transport="stdio",
         checkpoint_file=settings.checkpoint_path,
-    ).run()
+    )
+    gc.freeze()  # what start-up built stays: later collections need not walk it
+    gc.enable()
+    server.run()
 
 
 def _operate(settings: Settings, log_json: bool) -> None:
