@@ -50,8 +50,8 @@ def build_mcp(
 
     With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
     a session is opened at start so tools may omit ``session_id`` (with ``open_in_background``, beside the
-    handshake: the tools that use it wait for it, and say why when it could not be opened). Without it (HTTP), the agent is resolved
-    from each request's API key.
+    handshake: the tools that use it wait for it, and say why when it could not be opened). Without it (HTTP), the
+    agent is resolved from each request's API key.
 
     Every tool call is logged and, with a ``limiter``, rate-limited (:mod:`api.mcp.observe`); ``transport`` names
     it in the log (default: ``memory`` with ``agent`` set, else ``http``). ``checkpoint_file`` is where the latest
