@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_coldstart import CHILD, run_child
-from bench_serve import NOOP_APP, measure, seed
+from bench_serve import accelerators, measure, seed
 from bench_startup import INITIALIZE, MINIMAL, answer_initialize, wall
 from benchkit.env import BM25_ONLY
 from benchkit.fmt import fmt_rate, fmt_us
@@ -34,12 +34,63 @@ from limits_bench.profiles import (
     Summary,
     clean_env,
     cprofile_child,
+    cprofile_process,
     cprofile_summary,
     importtime_summary,
     py_spy,
     py_spy_summary,
 )
 from projections.runner import ALL, ProjectionRunner
+
+SAME_BODIES_APP = """
+import json
+import sys
+
+import fastapi
+import uvicorn
+
+canned = json.loads(open(sys.argv[2], encoding="utf-8").read())
+app = fastapi.FastAPI()
+
+
+def answer(body):
+    def handler(request: dict) -> dict:
+        return body
+
+    return handler
+
+
+for path, reply in canned.items():
+    app.add_api_route(path, answer(reply["body"]), methods=["POST"], status_code=reply["status"])
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)  # as serve
+"""
+"""Row 5's baseline: a no-op FastAPI app on the paths the client posts to (``/sessions``, ``/memory/search``,
+``/compliance/assert``), each taking a JSON body and answering the body ``serve`` answered to the same request
+(captured once from ``serve`` before the rounds), through FastAPI's usual response encoding; so the one client
+(``bench_serve.client_loop``, the same code for both) sends and receives the same bytes on both sides."""
+
+
+def capture_bodies(port: int, path: Path) -> None:
+    """One ``/sessions``, ``/memory/search`` and ``/compliance/assert`` against ``serve``; their answers into
+    ``path`` (JSON: path → status and body), for :data:`SAME_BODIES_APP`."""
+    import httpx
+
+    replies: dict[str, dict[str, object]] = {}
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        r = client.post("/sessions", json={"role": "dev", "focus": "capture"})
+        r.raise_for_status()
+        replies["/sessions"] = {"status": r.status_code, "body": r.json()}
+        session = r.json()["session_id"]
+        for route, body in (
+            ("/memory/search", {"session_id": session, "query": "migration", "limit": 5}),
+            ("/compliance/assert", {"session_id": session}),
+        ):
+            r = client.post(route, json=body)
+            r.raise_for_status()
+            replies[route] = {"status": r.status_code, "body": r.json()}
+    assert replies["/compliance/assert"]["body"]["status"] == "PASS"  # type: ignore[index]
+    path.write_text(json.dumps(replies), encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -323,13 +374,10 @@ def startup(tmp: Path, sizes: Sizes, profile: str) -> list[Result]:
     )
     if profile == "all" or (profile == "missed" and not mcp.met):
         log("  mcp: -X importtime, ours and the minimal server")
-        minimal_imports = importtime_summary(initialize_imports(minimal, env), "the minimal server")
         summary = importtime_summary(
-            initialize_imports(ours, env), "`compliance-ledger mcp` up to its `initialize` answer"
-        )
-        summary.notes.append(
-            f"the minimal server imported {minimal_imports.total:,.0f} ms (self time summed) before its answer; "
-            "its top packages: " + ", ".join(f"{name}" for name, _ in minimal_imports.own[:6])
+            initialize_imports(ours, env),
+            "`compliance-ledger mcp` up to its `initialize` answer",
+            baseline=initialize_imports(minimal, env),
         )
         mcp.profiles.append(summary)
     if profile == "all" or (profile == "missed" and not help_row.met):
@@ -338,6 +386,9 @@ def startup(tmp: Path, sizes: Sizes, profile: str) -> list[Result]:
             [sys.executable, "-X", "importtime", "-m", "api", "--help"], env=env, capture_output=True, text=True
         ).stderr
         help_row.profiles.append(importtime_summary(err, "`compliance-ledger --help`"))
+        help_row.profiles.append(
+            cprofile_process(["-m", "api", "--help"], env, "`compliance-ledger --help`, the whole process")
+        )
     return [mcp, help_row]
 
 
@@ -350,25 +401,26 @@ def serve(tmp: Path, sizes: Sizes, profile: str) -> Result:
     env = clean_env({**BM25_ONLY, "LEDGER_HOME": str(home), "LEDGER_RATE_LIMIT": "0"})
     seed(home, env)
     ports = {"ours": free_port(), "noop": free_port()}
+    bodies = tmp / "serve-bodies.json"
     commands = {
         "ours": [sys.executable, "-m", "api", "serve", "--port", str(ports["ours"])],
-        "noop": [sys.executable, "-c", NOOP_APP, str(ports["noop"])],
+        "noop": [sys.executable, "-c", SAME_BODIES_APP, str(ports["noop"]), str(bodies)],
     }
     ready = {"ours": "/health", "noop": "/docs"}
     runs: dict[str, list[float]] = {"ours": [], "noop": []}
     cpu: dict[str, list[float]] = {"ours": [], "noop": []}
     lat: dict[str, list[float]] = {"ours": [], "noop": []}
     with contextlib.ExitStack() as servers:
-        pids = {
-            name: servers.enter_context(
-                running(commands[name], env, f"http://127.0.0.1:{ports[name]}{ready[name]}", stop_timeout_s=30)
-            ).pid
-            for name in ("ours", "noop")
-        }
+        pids = {}
+        for name in ("ours", "noop"):
+            if name == "noop":
+                capture_bodies(ports["ours"], bodies)
+            url = f"http://127.0.0.1:{ports[name]}{ready[name]}"
+            pids[name] = servers.enter_context(running(commands[name], env, url, stop_timeout_s=30)).pid
         for name in ("ours", "noop"):  # warm-up: first requests, imports done lazily, caches
-            measure(ports[name], pids[name], name == "ours", 1, min(1.0, sizes.serve_seconds))
+            measure(ports[name], pids[name], True, 1, min(1.0, sizes.serve_seconds))
         for r, name in interleave(("ours", "noop"), sizes.serve_rounds):
-            run = measure(ports[name], pids[name], name == "ours", 1, sizes.serve_seconds)
+            run = measure(ports[name], pids[name], True, 1, sizes.serve_seconds)
             runs[name].append(run.rate)
             lat[name].extend(run.latencies)
             if run.server_cpu is not None:
@@ -378,7 +430,7 @@ def serve(tmp: Path, sizes: Sizes, profile: str) -> Result:
         met = ratio >= 0.6
         result = Result(
             5,
-            "`serve`, one client, search + assert vs a no-op FastAPI app, same bodies, same uvicorn",
+            "`serve`, one client, search + assert vs a no-op FastAPI app with the same bodies under the same uvicorn",
             f"{median(runs['ours']):,.0f} req/s",
             f"{median(runs['noop']):,.0f} req/s (no-op app)",
             f"{ratio:.2f}×",
@@ -387,8 +439,10 @@ def serve(tmp: Path, sizes: Sizes, profile: str) -> Result:
             f"{sizes.serve_rounds} × {sizes.serve_seconds:g} s each",
             [
                 "`bench_serve.measure` with one httpx client (search BM25 only, rate limit off, 500 memory "
-                "blocks): ours posts `/memory/search` then `/compliance/assert` per loop, the no-op app gets two "
-                "posts per loop; both counted as requests.",
+                "blocks; the same client code on both sides): it clocks in, then posts `/memory/search` then "
+                "`/compliance/assert` per loop, both counted as requests. The no-op app answers the same paths "
+                "with the bodies `serve` answered (captured once before the rounds) and does nothing else; both "
+                f"under {accelerators()}.",
                 f"Per round: ours {per_round(runs['ours'], lambda v: f'{v:,.0f}')}; no-op "
                 f"{per_round(runs['noop'], lambda v: f'{v:,.0f}')} req/s. p50 per request: ours "
                 f"{ms(percentile(lat['ours'], 50))}, no-op {ms(percentile(lat['noop'], 50))}. Server CPU per "

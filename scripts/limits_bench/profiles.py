@@ -300,8 +300,8 @@ def pstats_summary(stats: pstats.Stats, what: str, top: int = 10) -> Summary:
     )
 
 
-def importtime_summary(stderr: str, what: str, top: int = 10) -> Summary:
-    """``python -X importtime`` output aggregated by top-level package: own (self) microseconds of every module."""
+def import_packages(stderr: str) -> Counter[str]:
+    """``python -X importtime`` output as own (self) microseconds summed per top-level package."""
     per_package: Counter[str] = Counter()
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -311,8 +311,14 @@ def importtime_summary(stderr: str, what: str, top: int = 10) -> Summary:
             own_us = int(parts[0].split(":")[1])
         except (IndexError, ValueError):
             continue
-        module = parts[2].strip()
-        per_package[module.split(".")[0]] += own_us
+        per_package[parts[2].strip().split(".")[0]] += own_us
+    return per_package
+
+
+def importtime_summary(stderr: str, what: str, top: int = 10, baseline: str | None = None) -> Summary:
+    """Imports by top-level package; with ``baseline`` (another process's ``-X importtime`` output), also the
+    packages this one imports beyond it."""
+    per_package = import_packages(stderr)
     total = sum(per_package.values())
     whole = max(1, total)
     summary = Summary(
@@ -328,21 +334,34 @@ def importtime_summary(stderr: str, what: str, top: int = 10) -> Summary:
         ("third-party and stdlib", 1 - ours / whole),
     ]
     summary.notes.append(f"{len(per_package)} top-level packages imported")
+    if baseline is not None:
+        base = import_packages(baseline)
+        extra = Counter({k: v - base.get(k, 0) for k, v in per_package.items() if v - base.get(k, 0) > 0})
+        summary.notes.append(
+            f"the baseline imported {sum(base.values()) / 1000:,.0f} ms (self time summed, "
+            f"{len(base)} packages); imported here beyond it, by package: "
+            + ", ".join(f"{k} +{v / 1000:.0f} ms" for k, v in extra.most_common(top))
+        )
     return summary
 
 
-def cprofile_child(script: str, args: list[str], env: dict[str, str], what: str) -> Summary:
-    """Run ``script`` (Python source) under ``python -m cProfile`` in a fresh process; summarise its profile."""
+def cprofile_process(argv: list[str], env: dict[str, str], what: str) -> Summary:
+    """Run ``python -m cProfile -o … *argv`` (a script and its arguments, or ``-m module …``) in a fresh process;
+    summarise its profile."""
     with tempfile.TemporaryDirectory(prefix="ledger-cprofile-") as tmp:
-        src, out = Path(tmp) / "child.py", Path(tmp) / "profile.out"
-        src.write_text(script)
+        out = Path(tmp) / "profile.out"
         subprocess.run(
-            [sys.executable, "-m", "cProfile", "-o", str(out), str(src), *args],
-            env=env,
-            check=True,
-            capture_output=True,
+            [sys.executable, "-m", "cProfile", "-o", str(out), *argv], env=env, check=True, capture_output=True
         )
         return pstats_summary(pstats.Stats(str(out)), what)
+
+
+def cprofile_child(script: str, args: list[str], env: dict[str, str], what: str) -> Summary:
+    """Run ``script`` (Python source) under cProfile in a fresh process; summarise its profile."""
+    with tempfile.TemporaryDirectory(prefix="ledger-child-") as tmp:
+        src = Path(tmp) / "child.py"
+        src.write_text(script)
+        return cprofile_process([str(src), *args], env, what)
 
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
