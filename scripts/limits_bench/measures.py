@@ -496,7 +496,7 @@ def coldstart(tmp: Path, sizes: Sizes, profile: str) -> Result:
     secs = lambda s: f"{s:.2f} s"  # noqa: E731
     result = Result(
         6,
-        f"First report / recall of a new process at {big:,} vs {small:,} events (snapshots written)",
+        f"First report / recall of a new process (opened as `serve` opens it) at {big:,} vs {small:,} events",
         f"{med[('report', big)]:.2f} s / {med[('recall', big)]:.2f} s",
         f"{med[('report', small)]:.2f} s / {med[('recall', small)]:.2f} s",
         f"{ratios['report']:.2f}× / {ratios['recall']:.2f}×",
@@ -504,8 +504,9 @@ def coldstart(tmp: Path, sizes: Sizes, profile: str) -> Result:
         met,
         f"{sizes.cold_runs} fresh processes each",
         [
-            "Whole process, exec to answer (`bench_coldstart.run_child`: `open_ledger` then the first "
-            "`compliance_report()` or `recall()`, BM25 only, `LEDGER_SNAPSHOT_EVERY_EVENTS=10000`).",
+            "Whole process, exec to answer (`bench_coldstart.run_child`: `open_ledger`, as `serve` does at start, "
+            "then the first `compliance_report()` or `recall()`; BM25 only; snapshots written by "
+            "`rebuild_snapshots`, `LEDGER_SNAPSHOT_EVERY_EVENTS=10000`).",
             f"Ledgers built with `ledger_bench.log.build` and `rebuild_snapshots`: {big:,} events in "
             f"{built[big]:.0f} s, {small:,} in {built[small]:.0f} s.",
             "Per round: "

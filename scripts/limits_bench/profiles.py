@@ -3,15 +3,17 @@ threads or of another process, an in-process cProfile, or ``python -X importtime
 summary: the functions with the most own time, our functions with the most inclusive time, and the share of a few
 named stages.
 
-A sample (py-spy) or a function's own time (cProfile) counts for the first stage that fits, in this order:
-JSON/pydantic and the HTTP/ASGI stack by the innermost frame (the work itself), then by any frame of the stack
-(what the work was for): imports, append + commit, store read, search, handler (our other code in ``api/``,
-``ledger/``, ``projections/``), SQLAlchemy, other. A cProfile entry (one function, no stack) gets the stack of its
-callers: its own time is split by caller, each caller followed up its own heaviest caller. Idle waits are left out
-of py-spy's samples: py-spy samples only the threads the OS shows running (not one parked on a lock, a condition,
-the GIL or a selector; ``--nonblocking``, since a process py-spy stops to sample shows every thread running), and a
-sample whose innermost frame is still such a wait (``Condition.wait``, ``select``, a
-queue's ``get``, a join, a sleep) is dropped too.
+A sample (py-spy) or a function's own time (cProfile) counts for the first stage that fits, in this order. By the
+innermost frame (the work itself): JSON/pydantic; SQLite's BEGIN/COMMIT (C under ``write_transaction``: the lock,
+the write-out, the fsync); the HTTP/ASGI stack. Then by any frame of the stack (what the work was for): imports, the
+rest of an append, store read, search, projections fold, handler (our other code in ``api/``, ``ledger/``,
+``projections/``), SQLAlchemy, other. A cProfile entry (one function, no stack) gets the stack of its callers: its
+own time split by caller, each caller followed up its own heaviest caller.
+
+Idle waits are left out of py-spy's samples: with ``--nonblocking`` it samples only the threads the OS shows
+running or runnable (not one parked on a lock, a condition, the GIL or a selector; a process py-spy stops to sample
+would show every thread running), and a sample whose innermost frame is still such a wait (``Condition.wait``,
+``select``, a queue's ``get``, a join, a sleep) is dropped too.
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ IDLE = {
 }
 STAGES = (
     "JSON/pydantic",
+    "BEGIN/COMMIT (SQLite, fsync)",
     "HTTP/ASGI stack",
     "imports",
-    "append + commit",
+    "append (the rest: queue, encode, chain, inserts)",
     "store read",
     "search",
     "projections fold",
@@ -97,13 +100,18 @@ def stage_of(stack: Sequence[Frame]) -> str:
     func, where = stack[-1]
     if where.startswith(JSON_FILES + OURS_JSON) or "pydantic_core" in func or "_json" in func:
         return "JSON/pydantic"
+    # SQLite's BEGIN IMMEDIATE and COMMIT run in C under write_transaction: its own time (py-spy sees no C
+    # frames) or a C call straight under it (cProfile)
+    in_commit = _leaf_name(func) == "write_transaction" and where.startswith("ledger/core/storage/")
+    if in_commit or (not where and len(stack) > 1 and _leaf_name(stack[-2][0]) == "write_transaction"):
+        return "BEGIN/COMMIT (SQLite, fsync)"
     if where.startswith(HTTP_FILES):
         return "HTTP/ASGI stack"
     if any(_leaf_name(f) in ("_find_and_load", "_call_with_frames_removed") for f, _ in stack):
         return "imports"
     storage = [(f, w) for f, w in stack if w.startswith("ledger/core/storage/")]
     if any(w.endswith(APPEND_FILES) or _leaf_name(f) in APPEND_FUNCS for f, w in storage):
-        return "append + commit"
+        return "append (the rest: queue, encode, chain, inserts)"
     if storage:
         return "store read"
     if any(w.startswith(("ledger/memory/", "projections/search/")) or "search" in f for f, w in stack):

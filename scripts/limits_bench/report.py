@@ -50,6 +50,17 @@ def section(
             ),
         ),
     ]
+    lines += [
+        "",
+        "How to read a profile: *own time* is time with the function innermost (a C call counts for the Python "
+        "function that made it, except in cProfile, which names C calls); *inclusive* is time with the function "
+        "anywhere on the stack (our functions only). A sample counts for the first stage that fits: by the "
+        "innermost frame, JSON/pydantic, SQLite's BEGIN/COMMIT (C under `write_transaction`: the write lock, the "
+        "write-out, the fsync) and the HTTP/ASGI stack; then by the stack, imports, the rest of an append, store "
+        "read, search, projections fold, handler (our other code), SQLAlchemy, other. py-spy samples every running "
+        "thread (`--nonblocking`, so a thread parked on a lock, a condition, the GIL or a selector is not sampled, "
+        "and a sample still innermost in such a wait is dropped); a runnable thread waiting for a core counts.",
+    ]
     if errors:
         lines += ["", "**Errors during this run** (their rows are missing):", ""]
         lines += [f"* {markdown.cell(e)}" for e in errors]
