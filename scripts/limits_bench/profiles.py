@@ -193,8 +193,8 @@ def summarise_stacks(stacks: Sequence[tuple[Sequence[Frame], int]], tool: str, w
     all_samples = total + idle
     summary.notes.append(
         f"{all_samples:,} samples of running threads (all threads; py-spy leaves out those the OS shows waiting); "
-        f"{idle / max(1, all_samples):.0%} more had an idle wait innermost (Condition/Event wait, select, queue get, "
-        "join, sleep) and are dropped; the shares are of the rest"
+        f"of them {idle / max(1, all_samples):.0%} had an idle wait innermost (Condition/Event wait, select, queue "
+        "get, join, sleep) and are dropped; the shares are of the rest"
     )
     return summary
 
