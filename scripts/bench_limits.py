@@ -3,8 +3,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python scripts/bench_limits.py            # full sizes (about 10-15 minutes on 2 cores); writes its
-                                                        # section of docs/BENCHMARKS.md
+    .venv/bin/python scripts/bench_limits.py            # full sizes; writes its section of docs/BENCHMARKS.md
+                                                        # (estimated 8-12 minutes on 2 cores, of which building
+                                                        # the 300k-event ledger 1-2: 107 s under load 4.5)
     .venv/bin/python scripts/bench_limits.py --quick    # tiny sizes, a smoke run of a minute or two; prints it
 
 1. 16 concurrent writers vs one (SQLite, one process, group commit): ≥ 4×, p99 ≤ 50 ms.

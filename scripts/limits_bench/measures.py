@@ -112,12 +112,16 @@ class Sizes:
     profile_appends: int
 
     def describe(self) -> str:
+        def n(count: int, word: str) -> str:
+            return f"{count:,} {word}{'' if count == 1 else 's'}"
+
         big, small = self.cold_events
         return (
-            f"writers: {self.writers_rounds} rounds of {self.writers_seconds:g} s per configuration; replay: "
-            f"{self.replay_events:,} events, {self.replay_rounds} rounds; start-up: {self.startup_runs} rounds of "
-            f"fresh processes; serve: {self.serve_rounds} rounds of {self.serve_seconds:g} s per server; cold start: "
-            f"{big:,} vs {small:,} events, {self.cold_runs} rounds; appends: {self.append_rounds} rounds of "
+            f"writers: {n(self.writers_rounds, 'round')} of {self.writers_seconds:g} s per configuration; replay: "
+            f"{self.replay_events:,} events, {n(self.replay_rounds, 'round')}; start-up: "
+            f"{n(self.startup_runs, 'round')} of fresh processes; serve: {n(self.serve_rounds, 'round')} of "
+            f"{self.serve_seconds:g} s per server; cold start: {big:,} vs {small:,} events, "
+            f"{n(self.cold_runs, 'round')}; appends: {n(self.append_rounds, 'round')} of "
             f"{self.append_per_round} appends each after {self.append_warmup} warm-up; profiles: "
             f"{self.profile_seconds:g} s sampled, replay of {self.profile_events:,} events, "
             f"{self.profile_appends} appends"
@@ -561,7 +565,7 @@ def append(tmp: Path, sizes: Sizes, profile: str) -> Result:
                 "`BEGIN IMMEDIATE`, read the last position and hash, `INSERT` the same row into a table with the "
                 "store's schema and indexes, `COMMIT` (no JSON encoding or hashing in Python).",
                 f"Per round: ours {per_round(rates['ours'], fmt_rate)}; raw {per_round(rates['raw'], fmt_rate)} "
-                f"ev/s; the gap per append {fmt_us(1 / ours_r - 1 / raw_r)}.",
+                f"ev/s; per append, ours minus raw: {(1 / ours_r - 1 / raw_r) * 1e6:,.0f} µs.",
             ],
         )
         if profile == "all" or (profile == "missed" and not met):
