@@ -16,6 +16,7 @@ from typing import Literal
 from ledger.core import access, limits
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
 from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryOutcomeRecorded, MemoryRecalled
+from ledger.core.storage import CONSOLIDATE_LEASE
 from ledger.kernel import Actor, Kernel
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
@@ -76,6 +77,24 @@ class MemoryCommands(MemoryRevisions):
         screened = self.kernel.screen({"content": content, "tags": clean_tags, "context": context})
         content, clean_tags, context = screened["content"], screened["tags"], screened["context"]
         block_id = self.new_block_id(content)
+        # The near-duplicate check and the append under one lease of the ledger: a remember on another node (or
+        # thread) waits here, then sees this one's block, so a text and its near-duplicate remembered at once end
+        # as created + linked, never created + created.
+        with self.kernel.store.lease(CONSOLIDATE_LEASE, wait=True):
+            result = self._remember_checked(actor, block_id, content, clean_tags, clean_category, context, session_id)
+        self._auto_curate(actor)
+        return result
+
+    def _remember_checked(
+        self,
+        actor: Actor,
+        block_id: str,
+        content: str,
+        clean_tags: list[str],
+        clean_category: str,
+        context: str | None,
+        session_id: str | None,
+    ) -> RememberResult:
         verdict, method = self._consolidation(block_id, content)
 
         def attempt() -> RememberResult:
@@ -128,9 +147,7 @@ class MemoryCommands(MemoryRevisions):
                 consolidation=method,
             )
 
-        result = self.kernel.retrying(attempt)
-        self._auto_curate(actor)
-        return result
+        return self.kernel.retrying(attempt)
 
     def setup_memory(
         self,
@@ -286,9 +303,7 @@ class MemoryCommands(MemoryRevisions):
                 position=rec.position,
             )
 
-        result = self.kernel.retrying(attempt)
-        self._auto_curate(actor)
-        return result
+        return self.kernel.retrying(attempt)
 
     # --- curate -------------------------------------------------------------------------------------------
 
@@ -362,9 +377,7 @@ class MemoryCommands(MemoryRevisions):
                 )
             return OutcomeResult(signal=signal, blocks=changes, position=rec.position)
 
-        result = self.kernel.retrying(attempt)
-        self._auto_curate(actor)
-        return result
+        return self.kernel.retrying(attempt)
 
     @staticmethod
     def _live_block(graph: MemoryGraph, block_id: str) -> memory_proj.BlockView:
