@@ -138,17 +138,33 @@ def test_concurrent_checkpoint_ticks_on_three_nodes_sign_one_transparency_checkp
     grow(ledgers[0], 5)
     at_once([signer.run_once for signer in signers])
     once = tlog_rows(ledgers[0])
-    grow(ledgers[1], 2)  # fewer than 5 past the newest kept one, whoever signed it: due on no node
-    at_once([signer.run_once for signer in signers])
+    for signer in signers:  # polls at different moments of a growing log: due on none of them, 4 < 5 since
+        grow(ledgers[0], 1)  # the newest kept checkpoint, whoever signed it
+        signer.run_once()
     still = tlog_rows(ledgers[0])
-    grow(ledgers[2], 3)
+    grow(ledgers[2], 2)
     at_once([signer.run_once for signer in signers])
     assert len(once) == len(before) + 1
     assert still == once
     assert len(tlog_rows(ledgers[0])) == len(once) + 1
 
 
-def test_the_checkpoint_interval_in_time_is_measured_from_the_newest_kept_one(
+def test_the_checkpoint_interval_in_events_is_measured_from_the_newest_kept_one_whoever_signed_it(
+    make_ledger: LedgerFactory, pg_url: str
+) -> None:
+    ledgers = nodes(make_ledger, pg_url, 3)
+    signers = [NoteSigner(ledger, every_events=5, every=None) for ledger in ledgers]
+    for signer in signers:
+        signer.run_once()  # each node's start
+    grow(ledgers[0], 5)
+    signers[0].run_once()  # the first node signs (5 events)
+    for signer in signers[1:]:  # the others poll later, the log a little longer each time: 1 and 2 past it
+        grow(ledgers[0], 1)
+        signer.run_once()
+    assert len(tlog_rows(ledgers[0])) == 1
+
+
+def test_the_checkpoint_interval_in_time_is_measured_from_the_newest_kept_one_whoever_signed_it(
     make_ledger: LedgerFactory, pg_url: str
 ) -> None:
     with freeze_time(T0) as clock:
@@ -158,15 +174,15 @@ def test_the_checkpoint_interval_in_time_is_measured_from_the_newest_kept_one(
             signer.run_once()  # each node's start: nothing due yet
         grow(ledgers[0], 1)
         clock.tick(_dt.timedelta(minutes=10))
-        at_once([signer.run_once for signer in signers])
+        signers[0].run_once()  # ten minutes after the starts: the first node signs
+        for signer in signers[1:]:  # the others poll later: 1 and 2 minutes after the kept one
+            grow(ledgers[0], 1)
+            clock.tick(_dt.timedelta(minutes=1))
+            signer.run_once()
         once = tlog_rows(ledgers[0])
-        grow(ledgers[1], 1)
-        clock.tick(_dt.timedelta(minutes=9))
-        at_once([signer.run_once for signer in signers])  # 9 minutes after the kept one: due on no node
-        still = tlog_rows(ledgers[0])
-        clock.tick(_dt.timedelta(minutes=1))
+        clock.tick(_dt.timedelta(minutes=8))  # ten minutes after the kept one: due on every node, signed by one
         at_once([signer.run_once for signer in signers])
-    assert len(once) == 1 and still == once and len(tlog_rows(ledgers[0])) == 2
+    assert len(once) == 1 and len(tlog_rows(ledgers[0])) == 2
 
 
 def test_nodes_sharing_a_checkpoint_file_write_one_checkpoint_per_turn(
@@ -177,8 +193,10 @@ def test_nodes_sharing_a_checkpoint_file_write_one_checkpoint_per_turn(
     writers = [ledger.checkpointer(shared, every_events=5, every=None) for ledger in ledgers]
     grow(ledgers[0], 5)
     written = at_once([functools.partial(w.run_once) for w in writers])
-    grow(ledgers[1], 2)
-    again = at_once([functools.partial(w.run_once) for w in writers])
+    again = []
+    for writer in writers:  # polls at different moments of a growing log: 3 < 5 since the file's newest
+        grow(ledgers[0], 1)
+        again.append(writer.run_once())
     lines = shared.read_text().splitlines()
     assert sum(w is not None for w in written) == 1 and again == [None, None, None]
     assert len(lines) == 1
@@ -203,24 +221,30 @@ def snapshot_rows(ledger: Ledger) -> list[tuple[str, int]]:
 
 def test_concurrent_snapshots_on_three_nodes_write_one(make_ledger: LedgerFactory, pg_url: str) -> None:
     ledgers = nodes(make_ledger, pg_url, 3, snapshot_every_events=0)
-    grow(ledgers[0], 12)
     writers = [snapshots.Snapshots(ledger.store, ledger.signer, every=10) for ledger in ledgers]
     runners = [ProjectionRunner([MEMORY, ACTIVE_TIME]) for _ in ledgers]
 
+    def staggered(events: int) -> None:
+        """``events`` more, then each node caught up a little further than the one before (as nodes are)."""
+        grow(ledgers[0], events)
+        for n, (ledger, runner) in enumerate(zip(ledgers, runners, strict=True)):
+            runner.catch_up(lambda after, ledger=ledger: ledger.store.iter_events(after))
+            grow(ledgers[n], 1)
+
     def tick(n: int) -> Callable[[], None]:
         def run() -> None:
-            runners[n].catch_up(lambda after: ledgers[n].store.iter_events(after))
             writers[n].maybe_save(runners[n])
             writers[n].wait()
 
         return run
 
+    staggered(12)
     at_once([tick(n) for n in range(3)])
     once = snapshot_rows(ledgers[0])
-    grow(ledgers[1], 5)  # fewer than 10 past the newest snapshot: due on no node
+    staggered(4)  # fewer than 10 past the newest snapshot, whoever wrote it: due on no node
     at_once([tick(n) for n in range(3)])
     still = snapshot_rows(ledgers[0])
-    grow(ledgers[2], 5)
+    staggered(10)
     at_once([tick(n) for n in range(3)])
     assert len(once) == 1
     assert still == once
