@@ -303,7 +303,9 @@ class MemoryCommands(MemoryRevisions):
                 position=rec.position,
             )
 
-        return self.kernel.retrying(attempt)
+        result = self.kernel.retrying(attempt)
+        self._auto_curate(actor)
+        return result
 
     # --- curate -------------------------------------------------------------------------------------------
 
@@ -377,7 +379,9 @@ class MemoryCommands(MemoryRevisions):
                 )
             return OutcomeResult(signal=signal, blocks=changes, position=rec.position)
 
-        return self.kernel.retrying(attempt)
+        result = self.kernel.retrying(attempt)
+        self._auto_curate(actor)
+        return result
 
     @staticmethod
     def _live_block(graph: MemoryGraph, block_id: str) -> memory_proj.BlockView:
