@@ -2,8 +2,7 @@
 PostgreSQL schema share one rate limit per key, write one checkpoint and one snapshot where each would have
 written its own, and consolidate near-duplicates remembered at once into created + linked.
 
-Nodes run in threads that meet at a barrier (no sleeps); the near-duplicate race waits, as its readiness signal,
-for PostgreSQL to show the second node queued on the consolidation lease."""
+Nodes run in threads that meet at a barrier, or wait for each other's events (no sleeps)."""
 
 from __future__ import annotations
 
@@ -23,13 +22,13 @@ from api.ratelimit import RateLimiter, SharedRateLimiter, limiter
 from api.rest.checkpointing import NoteSigner
 from api.settings import Settings
 from ledger.core.limits import Timeouts
-from ledger.core.storage import CONSOLIDATE_LEASE, SqlEventStore, make_engine
+from ledger.core.storage import SqlEventStore, make_engine
 from ledger.memory.report import RememberResult
 from ledger.service import Actor, Ledger
 from projections import snapshots
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
 from tests.conftest import LedgerFactory
-from tests.server_support import READY_WITHIN, running, wait_until
+from tests.server_support import READY_WITHIN, running
 
 pytestmark = pytest.mark.postgres
 
@@ -254,23 +253,12 @@ def test_concurrent_snapshots_on_three_nodes_write_one(make_ledger: LedgerFactor
 # --- near-duplicate consolidation --------------------------------------------------------------------------------
 
 
-def waiting_for_consolidation(ledger: Ledger) -> bool:
-    """Whether a session waits for this ledger's consolidation lease (PostgreSQL's lock table; the lease's first key
-    is the oid of this schema's ``events`` table, so other schemas' ledgers do not count)."""
-    with ledger.store.engine.connect() as conn:
-        row = conn.exec_driver_sql(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-            f"AND classid = 'events'::regclass::oid AND objid = {CONSOLIDATE_LEASE}"
-        ).first()
-    return row is not None
-
-
 def test_a_text_and_its_near_duplicate_remembered_at_once_on_two_nodes_end_created_and_linked(
     make_ledger: LedgerFactory, pg_url: str
 ) -> None:
-    """The race of issue 27, forced: the first node has checked for near-duplicates and not yet appended when the
-    second remembers. Unserialised, the second checks too, finds nothing, and both are created; with the lease the
-    second waits for the first's append, then links to its block."""
+    """The race of issue 27, forced: both nodes have checked for near-duplicates, and found none, before either
+    appends. Unserialised both are created; under the lease the second to append checks again (a block arrived
+    since its check) and links to the first's block."""
     first, second = nodes(make_ledger, pg_url, 2, semantic=False, lock_timeout_seconds=READY_WITHIN)
     first_checked, second_checked = threading.Event(), threading.Event()
     check_first, check_second = first.memory._consolidation, second.memory._consolidation
@@ -278,9 +266,7 @@ def test_a_text_and_its_near_duplicate_remembered_at_once_on_two_nodes_end_creat
     def first_checks(block_id: str, content: str):  # type: ignore[no-untyped-def]
         verdict = check_first(block_id, content)
         first_checked.set()
-        # held between its check and its append until the second node has checked too (the race) or waits for
-        # the lease (serialised): whichever comes first, the first node then appends
-        wait_until(lambda: second_checked.is_set() or waiting_for_consolidation(first), "the second remember")
+        assert second_checked.wait(READY_WITHIN)  # held after its check until the second node has checked too
         return verdict
 
     def second_checks(block_id: str, content: str):  # type: ignore[no-untyped-def]
@@ -297,6 +283,19 @@ def test_a_text_and_its_near_duplicate_remembered_at_once_on_two_nodes_end_creat
     with ThreadPoolExecutor(2) as pool:
         one = pool.submit(first.remember, ELF, "Run the database migrations before deploying", [])
         two = pool.submit(second_remembers)
-        created, linked = one.result(), two.result()
-    assert (created.status, linked.status) == ("created", "linked")
+        results = [one.result(), two.result()]
+    assert sorted(r.status for r in results) == ["created", "linked"]
+    created, linked = sorted(results, key=lambda r: r.status)
     assert linked.block_id == created.block_id and linked.consolidation == "words"
+    assert first.memory_stats().blocks == second.memory_stats().blocks  # one block more on both nodes, not two
+
+
+def test_remembers_that_do_not_meet_each_create_their_block(make_ledger: LedgerFactory, pg_url: str) -> None:
+    first, second = nodes(make_ledger, pg_url, 2, semantic=False)
+    made = at_once(
+        [
+            functools.partial(first.remember, ELF, "Run the database migrations before deploying", []),
+            functools.partial(second.remember, ELF, "The staging cluster has three nodes behind nginx", []),
+        ]
+    )
+    assert [r.status for r in made] == ["created", "created"]
