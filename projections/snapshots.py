@@ -45,6 +45,8 @@ KEEP = 3
 """Snapshots kept per runner (the newest); older ones are deleted when a new one is written."""
 DEFAULT_EVERY = 10_000
 """Events folded since the last snapshot after which a runner writes a new one."""
+HOLD_SECONDS = 120.0
+"""How long the background writer may hold the snapshot lease (encoding and signing a large state takes seconds)."""
 
 _DDL = {
     "sqlite": """CREATE TABLE IF NOT EXISTS projection_snapshots (
@@ -154,7 +156,7 @@ class Snapshots:
     def _write_due(self, name: str, position: int, state: dict[str, Any]) -> bool:
         """:meth:`_write` as the one writer of the ledger, if the newest snapshot of ``name`` (any node's) is at
         least :attr:`every` events behind ``position``; False when another node is writing one or none is due."""
-        with self.store.lease(SNAPSHOT_LEASE) as held:
+        with self.store.lease(SNAPSHOT_LEASE, hold=HOLD_SECONDS) as held:
             if not held:
                 return False
             newest = self.newest_position(name)

@@ -28,6 +28,11 @@ from ledger.core.tlog.policy import Witness, required_cosignatures
 from ledger.kernel import Kernel
 
 ORIGIN_PREFIX = "compliance-ledger/"
+WITNESS_SECONDS = 20.0
+"""The longest one witness may take to cosign: two requests (the second with the size it holds) of the witness
+client's 10 s timeout each."""
+SIGN_SECONDS = 30.0
+"""The longest signing takes besides the witnesses (the tree's root and the consistency proof)."""
 
 _DDL = {
     "sqlite": """CREATE TABLE IF NOT EXISTS tlog_checkpoints (
@@ -155,21 +160,26 @@ class TransparencyCommands:
 
     def sign_checkpoint(self) -> Signed:
         """Sign a checkpoint of the whole tree, get the witnesses' cosignatures, keep it and return it. When the tree
-        has not grown since the newest kept checkpoint, that one is returned (``new`` False). Waits (up to the lock
-        timeout, then ``StoreBusy``) while another node signs one."""
-        with self.kernel.store.lease(TLOG_LEASE, wait=True):
+        has not grown since the newest kept checkpoint, that one is returned (``new`` False). Waits while another
+        node signs one (as long as signing may take, :meth:`_bound`; then ``StoreBusy``)."""
+        bound = self._bound()
+        with self.kernel.store.lease(TLOG_LEASE, wait=True, hold=bound, patience=bound):
             return self._sign()
 
     def sign_checkpoint_if(self, due: Callable[[Signed | None, int], bool]) -> Signed | None:
         """Sign a checkpoint when ``due(newest kept checkpoint, tree size)`` says so, as the one node doing it: a
         node that finds another signing skips (``None``), as it does when nothing is due. ``due`` sees the newest
         checkpoint kept by any node, read under the lease, so nodes sign at the configured rate between them."""
-        with self.kernel.store.lease(TLOG_LEASE) as held:
+        with self.kernel.store.lease(TLOG_LEASE, hold=self._bound()) as held:
             if not held:
                 return None
             if not due(self.latest(), self.kernel.store.tree_size()):
                 return None
             return self._sign()
+
+    def _bound(self) -> float:
+        """How long a node may rightly hold the signing lease, and another wait for it: the witnesses' answers."""
+        return SIGN_SECONDS + WITNESS_SECONDS * len(self.witnesses)
 
     def _sign(self) -> Signed:
         with self._lock:

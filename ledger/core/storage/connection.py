@@ -42,10 +42,13 @@ class StoreConnection:
         self._write_lock = _FairFileLock(lock_path) if lock_path else None
         self._leases = Leases(engine, self.timeouts)
 
-    def lease(self, key: int, *, wait: bool = False) -> contextlib.AbstractContextManager[bool]:
+    def lease(
+        self, key: int, *, wait: bool = False, hold: float | None = None, patience: float | None = None
+    ) -> contextlib.AbstractContextManager[bool]:
         """Hold the lease ``key`` (:mod:`.leases`) of this ledger, shared by every process on its database, while
-        the block runs; yields whether it is held (``wait``: waits up to the lock timeout, then StoreBusy)."""
-        return self._leases.hold(key, wait=wait)
+        the block runs; yields whether it is held (``wait``: waits up to ``patience``, default the lock timeout,
+        then StoreBusy). ``hold``: how long the block may rightly run (default: the idle-in-transaction timeout)."""
+        return self._leases.hold(key, wait=wait, hold=hold, patience=patience)
 
     def sql(self, text: str) -> str:
         """Adapt a statement written with ``?`` placeholders to the driver's paramstyle."""

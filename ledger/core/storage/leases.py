@@ -3,15 +3,18 @@ snapshot writers, and near-duplicate consolidation at remember time.
 
 :class:`Leases` gives :meth:`Leases.hold`: a context manager that yields whether this caller holds the lease.
 ``wait=False`` tries once (a background writer that finds another node at it skips its turn); ``wait=True`` waits
-at most the store's lock timeout and then raises :class:`~ledger.core.errors.StoreBusy` (nothing done).
+at most the store's lock timeout (or ``patience`` seconds) and then raises :class:`~ledger.core.errors.StoreBusy`
+(nothing done).
 
 * **PostgreSQL**: a *transaction-level* advisory lock (``pg_try_advisory_xact_lock`` / ``pg_advisory_xact_lock``)
   keyed, like the write lock, by the oid of this ledger's ``events`` table and the lease's key, on a pooled
   connection of its own whose transaction stays open while the block runs. Being transaction-scoped, a node that
   stalls (SIGSTOP, a long pause) while it holds one loses it after ``idle_in_transaction_session_timeout``
   (:class:`~ledger.core.limits.Timeouts`), as it loses the write lock: a frozen node never keeps the others from
-  checkpointing or remembering for longer than that. A block that runs longer than that timeout loses the lease
-  the same way (the end of the block then finds the session gone; nothing else follows from it).
+  checkpointing or remembering for longer than that. Work that may rightly take longer (a checkpoint waits for
+  its witnesses) says so with ``hold``: that lease's transaction may stay idle that long instead. A block that runs
+  longer than its bound loses the lease the same way (the end of the block then finds the session gone; nothing
+  else follows from it).
 * **SQLite** (one host): an exclusive ``flock`` on ``<database>.lease-<key>`` beside the file, which excludes the
   other processes on that file (``serve`` and ``mcp`` side by side).
 * **Everywhere**: the threads of one process take an in-process lock first, so a node asks the database once.
@@ -51,34 +54,39 @@ class Leases:
             return self._local.setdefault(key, threading.Lock())
 
     @contextlib.contextmanager
-    def hold(self, key: int, *, wait: bool) -> Iterator[bool]:
+    def hold(self, key: int, *, wait: bool, hold: float | None = None, patience: float | None = None) -> Iterator[bool]:
         """Hold the lease ``key`` while the block runs; yields whether it is held (always ``True`` with ``wait``,
-        which raises :class:`StoreBusy` past the lock timeout instead)."""
+        which raises :class:`StoreBusy` past ``patience`` seconds, default the lock timeout, instead). ``hold``:
+        the longest the block may run before a stalled holder loses the lease (PostgreSQL; default the sessions'
+        idle-in-transaction timeout)."""
+        patience = self.timeouts.lock if patience is None else patience
         local = self._in_process(key)
-        if not local.acquire(timeout=self.timeouts.lock if wait else 0):
+        if not local.acquire(timeout=patience if wait else 0):
             if wait:
                 raise StoreBusy(f"another thread of this process held lease {key:#x} past the lock timeout", _BUSY_HINT)
             yield False
             return
         try:
             if self.dialect == "postgresql":
-                with self._postgres(key, wait) as held:
+                with self._postgres(key, wait, hold, patience) as held:
                     yield held
             else:
-                with self._file(key, wait) as held:
+                with self._file(key, wait, patience) as held:
                     yield held
         finally:
             local.release()
 
     @contextlib.contextmanager
-    def _postgres(self, key: int, wait: bool) -> Iterator[bool]:
+    def _postgres(self, key: int, wait: bool, hold: float | None, patience: float) -> Iterator[bool]:
         take = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
         with translate_errors(self.dialect):
             conn = self.engine.raw_connection()
         try:
             with translate_errors(self.dialect):
                 cur = conn.cursor()
-                cur.execute(f"SET LOCAL lock_timeout = {self.timeouts.lock_ms}")
+                cur.execute(f"SET LOCAL lock_timeout = {max(1, round(patience * 1000))}")
+                if hold is not None:
+                    cur.execute(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, round(hold * 1000))}")
                 cur.execute(f"SELECT {take}({_LEDGER_OID}, {int(key)})")
                 row = cur.fetchone()
             held = wait or bool(row and row[0])
@@ -93,7 +101,7 @@ class Leases:
                 conn.invalidate()
 
     @contextlib.contextmanager
-    def _file(self, key: int, wait: bool) -> Iterator[bool]:
+    def _file(self, key: int, wait: bool, patience: float) -> Iterator[bool]:
         path = _write_lock_path(self.engine)
         if path is None or fcntl is None:  # in-memory or read-only SQLite: one process, the in-process lock is all
             yield True
@@ -105,7 +113,7 @@ class Leases:
             yield True
             return
         try:
-            deadline = time.monotonic() + self.timeouts.lock
+            deadline = time.monotonic() + patience
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

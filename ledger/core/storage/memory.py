@@ -89,11 +89,13 @@ class MemoryStore(TreeProofs):
     def write_transaction(self, lock: int = APPEND_LOCK) -> contextlib.AbstractContextManager[Any]:
         return self.side.write_transaction(lock)
 
-    def lease(self, key: int, *, wait: bool = False) -> contextlib.AbstractContextManager[bool]:
+    def lease(
+        self, key: int, *, wait: bool = False, hold: float | None = None, patience: float | None = None
+    ) -> contextlib.AbstractContextManager[bool]:
         """A lease of this process (no other process shares a memory store)."""
         with self._lease_guard:
             lock = self._leases.setdefault(key, threading.Lock())
-        return leases.in_process(lock, wait=wait, timeout=Timeouts().lock)
+        return leases.in_process(lock, wait=wait, timeout=Timeouts().lock if patience is None else patience)
 
     # --- appends ------------------------------------------------------------------------------------------
 
