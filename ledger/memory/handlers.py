@@ -15,16 +15,7 @@ from typing import Literal
 
 from ledger.core import access, limits
 from ledger.core.errors import ConcurrencyError, InvalidInput, NotFound
-from ledger.core.events import (
-    ContradictionFlagged,
-    MemoryLinked,
-    MemoryOutcomeRecorded,
-    MemoryRecalled,
-    MemoryRemembered,
-    MemoryRestored,
-    MemorySuperseded,
-)
-from ledger.core.storage import CONSOLIDATE_LEASE
+from ledger.core.events import ContradictionFlagged, MemoryLinked, MemoryOutcomeRecorded, MemoryRecalled
 from ledger.kernel import Actor, Kernel
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
@@ -47,9 +38,6 @@ from ledger.memory.scoring import BlockColumns, Ranking
 from ledger.sessions.grants import SessionGrants
 from projections import memory as memory_proj
 from projections.memory import MemoryGraph
-
-_NEW_TEXT = [e.type_name for e in (MemoryRemembered, MemorySuperseded, MemoryRestored)]
-"""Events after which a near-duplicate check may find a block it did not find before."""
 
 
 @dataclass
@@ -89,25 +77,12 @@ class MemoryCommands(MemoryRevisions):
         screened = self.kernel.screen({"content": content, "tags": clean_tags, "context": context})
         content, clean_tags, context = screened["content"], screened["tags"], screened["context"]
         block_id = self.new_block_id(content)
-        # The near-duplicate check runs first without a lock; the append runs under one lease of the ledger, which
-        # checks again if a block arrived since the first check (a remember of another node or thread, which held
-        # the lease for its append): a text and its near-duplicate remembered at once end as created + linked,
-        # never created + created, and remembers that do not meet hold the lease only for their append.
-        seen = self.kernel.store.head()[0]
-        checked = self._consolidation(block_id, content)
-        with self.kernel.store.lease(CONSOLIDATE_LEASE, wait=True):
-            if self._blocks_since(seen):
-                checked = self._consolidation(block_id, content)
+        with self._consolidating(block_id, content) as checked:
             result = self._remember_checked(
                 actor, block_id, content, clean_tags, clean_category, context, session_id, checked
             )
         self._auto_curate(actor)
         return result
-
-    def _blocks_since(self, position: int) -> bool:
-        """Whether a block a near-duplicate check could find was added after ``position`` (one index probe)."""
-        # the generator is dropped (and its read cursor closed) as soon as this returns
-        return next(self.kernel.store.iter_records(position, types=_NEW_TEXT, batch_size=1), None) is not None
 
     def _remember_checked(
         self,
