@@ -22,7 +22,7 @@ from api.ratelimit import RateLimiter, SharedRateLimiter, limiter
 from api.rest.checkpointing import NoteSigner
 from api.settings import Settings
 from ledger.core.limits import Timeouts
-from ledger.core.storage import SqlEventStore, make_engine
+from ledger.core.storage import SqlEventStore, make_engine, rate_buckets
 from ledger.memory.report import RememberResult
 from ledger.service import Actor, Ledger
 from projections import snapshots
@@ -117,6 +117,18 @@ def test_a_shared_limiter_that_cannot_reach_the_database_limits_per_node_and_fai
     assert answers == expected == [None, None, 1800.0]
     warned = [r for r in caplog.records if "shared buckets cannot be reached" in r.getMessage()]
     assert len(warned) == 1  # once per outage, not once per call
+
+
+def test_buckets_idle_for_a_window_are_pruned_as_full_ones(make_ledger: LedgerFactory, pg_url: str) -> None:
+    ledger = make_ledger(pg_url)
+    now = T0.timestamp()
+    for key in ("key:old", "key:recent"):
+        rate_buckets.take(ledger.store, key, 2, 60, now - (61 if key == "key:old" else 59))
+    dropped = rate_buckets.prune(ledger.store, 60, now)
+    with ledger.store.engine.connect() as conn:
+        kept = [r[0] for r in conn.exec_driver_sql("SELECT key FROM rate_buckets")]
+    assert dropped == 1 and kept == ["key:recent"]
+    assert rate_buckets.take(ledger.store, "key:old", 2, 60, now) is None  # a full bucket again, as it would be
 
 
 def test_sqlite_keeps_the_in_process_limiter(make_ledger: LedgerFactory, sqlite_url: str) -> None:
