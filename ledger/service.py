@@ -16,7 +16,7 @@ from ledger.audit.checkpoints import Checkpointer
 from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
 from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
-from ledger.audit.transparency import TransparencyCommands
+from ledger.audit.transparency import Signed, TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
@@ -53,6 +53,7 @@ __all__ = [
     "LedgerConfig",
     "ProgressBars",
     "Replay",
+    "Signed",
     "Source",
     "check_agent",
 ]
@@ -150,6 +151,7 @@ class Ledger:
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin
         self.sign_tlog_checkpoint = self.transparency.sign_checkpoint
+        self.sign_tlog_checkpoint_if = self.transparency.sign_checkpoint_if
         self.latest_tlog_checkpoint = self.transparency.latest
         self.tlog_inclusion = self.transparency.inclusion
         self.tlog_consistency = self.transparency.consistency

@@ -55,7 +55,7 @@ def mcp(
         default_working_dir=working_dir,
         open_default_session=True,
         open_in_background=True,
-        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
+        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds, ledger.store),
         transport="stdio",
         checkpoint_file=settings.checkpoint_path,
     )
