@@ -39,15 +39,21 @@ class Heartbeat:
     _started_at: _dt.datetime | None = None
     _said: str | None = None  # the last problem logged, so each is logged once
 
-    def start(self) -> None:
+    def start(self, *, background: bool = False) -> None:
+        """Announce this node (after pruning the rows of nodes gone for a week) and start the refreshes; with
+        ``background`` the announcement is the thread's first act, so the caller does not wait for it."""
         self._started_at = self.ledger.clock()
+        if not background:
+            self._first()
+        self._thread = threading.Thread(target=self._run, args=(background,), name="ledger-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _first(self) -> None:
         try:
             nodes.prune(self.ledger.store.engine, self.ledger.clock())
         except LedgerError as exc:
             self._say(f"could not prune old node rows: {exc.message}")
         self.beat()
-        self._thread = threading.Thread(target=self._run, name="ledger-heartbeat", daemon=True)
-        self._thread.start()
 
     def stop(self) -> None:
         """End the refreshes and say that this node stopped (a node killed says nothing: ``doctor`` shows it as
@@ -59,7 +65,9 @@ class Heartbeat:
             self._thread.join(timeout=self.every)
         self.beat(stopping=True)
 
-    def _run(self) -> None:
+    def _run(self, first: bool) -> None:
+        if first:
+            self._first()
         while not self._stop.wait(self.every):
             self.beat()
 

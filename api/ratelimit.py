@@ -3,21 +3,35 @@ and tool calls (MCP) per ``window`` seconds, in bursts of up to ``limit`` (a tok
 
 Over HTTP a call past the limit is a 429 with ``Retry-After``; over MCP a tool error saying when to retry.
 Time comes from the project's clock (:mod:`ledger.core.clock`), so freezegun moves it.
+
+On PostgreSQL the buckets are the ledger's (:class:`SharedRateLimiter`, table ``rate_buckets``): every node of the
+cluster draws on the same budget, so the limit is per key across the cluster, not per node. On SQLite (one host)
+they stay in the process (:class:`RateLimiter`). A shared limiter that cannot reach the database falls back to the
+node's own bucket for that call (the limit then holds per node, as on SQLite): it never refuses nor fails a call
+because the limiter's store is down, and never lets calls through unlimited.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import math
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from api.responses import ErrorBody
 from ledger.core import clock as _clock
 from ledger.core.errors import LedgerError
+from ledger.core.storage import ReadModelTables, rate_buckets
+
+log = logging.getLogger(__name__)
 
 _PRUNE_AT = 10_000  # buckets kept before full ones are dropped (a flood of made-up keys cannot grow memory)
+_PRUNE_EVERY = 10_000  # a shared limiter drops the database's full buckets once per this many calls of its node
 
 
 class RateLimited(LedgerError):
@@ -87,6 +101,10 @@ class RateLimiter:
                 return None
             return (1 - bucket.tokens) / self._rate
 
+    async def take_async(self, key: str) -> float | None:
+        """:meth:`take` from the event loop (in-process: at once; shared: in a worker thread)."""
+        return self.take(key)
+
     def refusal(self, wait: float) -> RateLimited:
         """The error for a call refused by :meth:`take`, which said to wait ``wait`` seconds."""
         return RateLimited(self.limit, self.window, wait)
@@ -98,6 +116,44 @@ class RateLimiter:
             del self._buckets[key]
 
 
-def limiter(limit: int, window: float) -> RateLimiter | None:
-    """The limiter the settings ask for; ``None`` when ``limit`` is 0 (the limit is off)."""
-    return RateLimiter(limit, window) if limit > 0 else None
+class SharedRateLimiter(RateLimiter):
+    """The limiter of a PostgreSQL ledger: the same token buckets, kept in the database (one atomic statement a
+    call, :func:`ledger.core.storage.rate_buckets.take`) and shared by every node. When the database cannot be
+    reached the call draws on this node's own bucket instead (logged once per outage)."""
+
+    def __init__(self, limit: int, window: float, store: ReadModelTables, clock: _clock.Clock = _clock.now) -> None:
+        super().__init__(limit, window, clock)
+        self.store = store
+        self._problem: str | None = None
+        self._calls = 0
+
+    def take(self, key: str) -> float | None:
+        now = self.clock().timestamp()
+        try:
+            wait = rate_buckets.take(self.store, key, self.limit, self.window, now)
+        except LedgerError as exc:  # the shared budget is out of reach: this node's own bucket, never no limit
+            if exc.message != self._problem:
+                log.warning("rate limit: the shared buckets cannot be reached (%s); limiting per node", exc.message)
+            self._problem = exc.message
+            return super().take(key)
+        if self._problem is not None:
+            log.warning("rate limit: the shared buckets are back; limiting across the nodes again")
+            self._problem = None
+        self._calls += 1
+        if self._calls % _PRUNE_EVERY == 0:
+            with contextlib.suppress(LedgerError):  # the next round prunes
+                rate_buckets.prune(self.store, self.window, now)
+        return wait
+
+    async def take_async(self, key: str) -> float | None:
+        return await anyio.to_thread.run_sync(self.take, key)
+
+
+def limiter(limit: int, window: float, store: ReadModelTables | None = None) -> RateLimiter | None:
+    """The limiter the settings ask for; ``None`` when ``limit`` is 0 (the limit is off). With the ledger's
+    ``store`` on PostgreSQL the limit is shared by every node (:class:`SharedRateLimiter`)."""
+    if limit <= 0:
+        return None
+    if store is not None and store.dialect in rate_buckets.DDL:
+        return SharedRateLimiter(limit, window, store)
+    return RateLimiter(limit, window)

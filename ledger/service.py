@@ -17,7 +17,7 @@ from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
 from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
 from ledger.audit.settings import SettingsCommands
-from ledger.audit.transparency import TransparencyCommands
+from ledger.audit.transparency import Signed, TransparencyCommands
 from ledger.brain.handlers import BrainCommands
 from ledger.core import clock as _clock
 from ledger.core import signing
@@ -54,6 +54,7 @@ __all__ = [
     "LedgerConfig",
     "ProgressBars",
     "Replay",
+    "Signed",
     "Source",
     "check_agent",
 ]
@@ -154,6 +155,7 @@ class Ledger:
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin
         self.sign_tlog_checkpoint = self.transparency.sign_checkpoint
+        self.sign_tlog_checkpoint_if = self.transparency.sign_checkpoint_if
         self.latest_tlog_checkpoint = self.transparency.latest
         self.tlog_inclusion = self.transparency.inclusion
         self.tlog_consistency = self.transparency.consistency

@@ -13,7 +13,10 @@ signature by the ledger key over all of those. It is derived data and trusted on
 
 A snapshot failing any check is skipped (logged) and the runner folds from an older one or from zero.
 Writing is one INSERT in its own transaction, so a process killed while writing leaves either the whole row or
-none. Several processes (``serve`` nodes on one PostgreSQL) share the rows.
+none. Several processes (``serve`` nodes on one PostgreSQL) share the rows, and write them at the configured rate
+between them: the background writer of a runner works under a lease (one node at a time; a node that finds another
+writing skips) and writes only when its position is :attr:`Snapshots.every` events past the newest snapshot of that
+runner in the table, whoever wrote it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ledger.core import clock as _clock
 from ledger.core import signing
 from ledger.core.canonical import format_ts
 from ledger.core.events import RecordedEvent
-from ledger.core.storage import SNAPSHOT_LOCK, LedgerStore, translate_errors
+from ledger.core.storage import SNAPSHOT_LEASE, SNAPSHOT_LOCK, LedgerStore, translate_errors
 from projections import codec
 from projections.runner import ProjectionRunner
 
@@ -42,6 +45,8 @@ KEEP = 3
 """Snapshots kept per runner (the newest); older ones are deleted when a new one is written."""
 DEFAULT_EVERY = 10_000
 """Events folded since the last snapshot after which a runner writes a new one."""
+HOLD_SECONDS = 120.0
+"""How long the background writer may hold the snapshot lease (encoding and signing a large state takes seconds)."""
 
 _DDL = {
     "sqlite": """CREATE TABLE IF NOT EXISTS projection_snapshots (
@@ -148,6 +153,28 @@ class Snapshots:
             return False
         return self._write(runner.name, runner.position, runner.dump())
 
+    def _write_due(self, name: str, position: int, state: dict[str, Any]) -> bool:
+        """:meth:`_write` as the one writer of the ledger, if the newest snapshot of ``name`` (any node's) is at
+        least :attr:`every` events behind ``position``; False when another node is writing one or none is due."""
+        with self.store.lease(SNAPSHOT_LEASE, hold=HOLD_SECONDS) as held:
+            if not held:
+                return False
+            newest = self.newest_position(name)
+            if newest is not None and position - newest < self.every:
+                return False
+            return self._write(name, position, state)
+
+    def newest_position(self, name: str) -> int | None:
+        """The position of the newest snapshot of ``name`` made by this code (``None``: there is none)."""
+        self._ensure()
+        with self.store.read_cursor() as cur:
+            cur.execute(
+                self.store.sql("SELECT MAX(position) FROM projection_snapshots WHERE name = ? AND code_version = ?"),
+                (name, self.code_version),
+            )
+            row = cur.fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
     def _write(self, name: str, position: int, state: dict[str, Any]) -> bool:
         assert self.signer is not None
         self._ensure()
@@ -195,7 +222,8 @@ class Snapshots:
     def maybe_save(self, runner: ProjectionRunner) -> None:
         """Save when ``runner`` folded at least :attr:`every` events since its last snapshot: in a thread of its
         own, from a copy of the state taken now, so the request that triggered it does not wait for the encoding
-        and the write (one write per runner at a time; :meth:`wait` joins them)."""
+        and the write (one write per runner at a time, one writer across the nodes, and none when another node's
+        snapshot is already that recent: :meth:`_write_due`; :meth:`wait` joins them)."""
         if not self.enabled or runner.position - (runner.snapshot_position or 0) < self.every:
             return
         with self._writers_lock:
@@ -212,7 +240,7 @@ class Snapshots:
 
     def _write_quietly(self, name: str, position: int, state: dict[str, Any]) -> None:
         try:
-            self._write(name, position, state)
+            self._write_due(name, position, state)
         except Exception:  # a snapshot is an optimisation: a failed one is logged, never raised into a request
             log.warning("could not write a %s snapshot at position %d", name, position, exc_info=True)
 

@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = 3 if args.quick else 11
     with tempfile.TemporaryDirectory(prefix="ledger-startup-") as home:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "LEDGER_HOME": home}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # with it every start would compile every module again
         ours = [sys.executable, "-m", "api", "mcp", "--agent", "bench"]
         minimal = [sys.executable, "-c", MINIMAL]
         answer_initialize(ours, env)  # creates the ledger: later runs measure a start on an existing one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import ipaddress
 import os
 import socket
@@ -37,6 +38,7 @@ def mcp(
     log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
+    gc.disable()  # start-up allocates a great many long-lived objects (models, schemas): no collection until served
     from api.bootstrap import open_node
     from api.mcp.server import build_mcp
     from api.ratelimit import limiter
@@ -58,25 +60,30 @@ def mcp(
         default_role=role,
         default_working_dir=working_dir,
         open_default_session=True,
-        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds),
+        open_in_background=True,
+        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds, ledger.store),
         transport="stdio",
         checkpoint_file=settings.checkpoint_path,
     )
-    beat = _heartbeat(ledger, "mcp", report.settings_digest, settings)
+    beat = _heartbeat(ledger, "mcp", report.settings_digest, settings, background=True)
+    gc.freeze()  # what start-up built stays: later collections need not walk it
+    gc.enable()
     try:
         server.run()
     finally:
         beat.stop()
 
 
-def _heartbeat(ledger: Ledger, kind: str, digest: str, settings: Settings) -> Heartbeat:
-    """This node announced in ``ledger_nodes`` (``doctor`` lists it), then every 30 s while it runs."""
+def _heartbeat(ledger: Ledger, kind: str, digest: str, settings: Settings, *, background: bool = False) -> Heartbeat:
+    """This node announced in ``ledger_nodes`` (``doctor`` lists it), then every 30 s while it runs; with
+    ``background`` the first announcement too is made by the heartbeat's thread (``mcp``: its start waits for
+    nothing it need not)."""
     from api.heartbeat import Heartbeat
 
     beat = Heartbeat(ledger, kind, digest)
     if settings.node_name:
         beat.name = settings.node_name
-    beat.start()
+    beat.start(background=background)
     return beat
 
 

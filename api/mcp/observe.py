@@ -54,7 +54,7 @@ class ToolObserver:
         outcome: logs.Outcome = "error"
         try:
             with calls.bound(call):
-                wait = self.limiter.take(self._budget(scope)) if self.limiter is not None else None
+                wait = await self.limiter.take_async(self._budget(scope)) if self.limiter is not None else None
                 if wait is not None and self.limiter is not None:
                     outcome = "rate_limited"
                     refusal = self.limiter.refusal(wait)

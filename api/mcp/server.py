@@ -9,6 +9,7 @@ agent (``--agent``) and open a default session for it at start; over HTTP the ag
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,6 +40,7 @@ def build_mcp(
     default_role: str = "agent",
     default_working_dir: str | None = None,
     open_default_session: bool = False,
+    open_in_background: bool = False,
     fallback_agent: str = "local",
     limiter: RateLimiter | None = None,
     transport: str | None = None,
@@ -47,27 +49,50 @@ def build_mcp(
     """Build the MCP server.
 
     With ``agent`` set (stdio, in-memory), every call acts as that agent and, if ``open_default_session``,
-    a session is opened at start so tools may omit ``session_id``. Without it (HTTP), the agent is resolved
-    from each request's API key.
+    a session is opened at start so tools may omit ``session_id`` (with ``open_in_background``, beside the
+    handshake: the tools that use it wait for it, and say why when it could not be opened). Without it (HTTP), the
+    agent is resolved from each request's API key.
 
     Every tool call is logged and, with a ``limiter``, rate-limited (:mod:`api.mcp.observe`); ``transport`` names
     it in the log (default: ``memory`` with ``agent`` set, else ``http``). ``checkpoint_file`` is where the latest
     checkpoint resource reads from.
     """
     default: dict[str, str | None] = {"session_id": None, "refused": None}
+    opening: list[threading.Thread] = []  # the default session's clock-in, when it runs beside the handshake
+
+    def open_default() -> None:
+        assert agent is not None
+        try:
+            info = ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir)
+            default["session_id"] = info.session_id
+        except SessionLocked as exc:
+            # The agent is locked out (human intervention required): serve anyway, so its tools can say so.
+            default["refused"] = f"{exc.message}. {exc.hint}"
+        except LedgerError as exc:
+            if not opening:
+                raise
+            # Beside the handshake there is no start to fail: every call that needs the session says why (closed).
+            default["refused"] = f"the default session could not be opened: {exc.message}. {exc.hint}"
+
+    def opened() -> None:
+        """Wait for the default session's clock-in, when it runs beside the handshake."""
+        if opening:
+            opening[0].join()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
         if open_default_session and agent:
-            try:
-                info = ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir)
-                default["session_id"] = info.session_id
-            except SessionLocked as exc:
-                # The agent is locked out (human intervention required): serve anyway, so its tools can say so.
-                default["refused"] = f"{exc.message}. {exc.hint}"
+            if open_in_background:
+                # ``initialize`` needs no session: answer it while the clock-in runs (its credential scan loads
+                # detect-secrets, ~0.1 s); every tool that needs the session waits for it first.
+                opening.append(threading.Thread(target=open_default, name="clock-in", daemon=True))
+                opening[0].start()
+            else:
+                open_default()
         try:
             yield {}
         finally:
+            opened()
             sid = default["session_id"]
             if sid and agent:
                 default["session_id"] = None
@@ -98,6 +123,8 @@ def build_mcp(
         return who.actor("mcp")
 
     def session_of(session_id: str | None) -> str:
+        if not session_id:
+            opened()
         sid = session_id or default["session_id"]
         if not sid:
             raise ToolError(default["refused"] or f"session_id is required: {SESSION_HELP}")
@@ -105,6 +132,8 @@ def build_mcp(
 
     def optional_session(session_id: str | None) -> str | None:
         """The given session, else the default one (stdio); over HTTP ``None`` when omitted."""
+        if not session_id:
+            opened()
         return session_id or default["session_id"]
 
     tools = ToolContext(ledger, actor, session_of, optional_session)

@@ -71,7 +71,7 @@ class _McpEndpoint:
 def build_app(ledger: Ledger, settings: Settings) -> FastAPI:
     """Build the HTTP application: REST routes plus MCP (stateless JSON mode) at ``/mcp``, built on its first
     request (:class:`~api.rest.mcp_endpoint.LazyMcp`); one rate limiter for both, a log line per request."""
-    limits = limiter(settings.rate_limit, settings.rate_limit_window_seconds)
+    limits = limiter(settings.rate_limit, settings.rate_limit_window_seconds, ledger.store)
     mcp = LazyMcp(lambda: _mcp_app(ledger, settings, limits))
     writer = checkpointing.checkpointer(ledger, settings)
     signer = checkpointing.note_signer(ledger, settings)

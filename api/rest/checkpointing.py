@@ -22,8 +22,9 @@ from api.rest.context import Caller
 from api.rest.deps import LedgerDep, SettingsDep
 from api.settings import Settings
 from ledger.core import signing
+from ledger.core.canonical import parse_ts
 from ledger.core.errors import LedgerError, NotFound
-from ledger.service import Actor, Checkpointer, Ledger
+from ledger.service import Actor, Checkpointer, Ledger, Signed
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
@@ -93,38 +94,49 @@ def router() -> APIRouter:
 @dataclass
 class NoteSigner:
     """Signs a C2SP checkpoint of the tree when one is due, with its witnesses' cosignatures; remembers the last
-    failure (a witness that refuses or cannot be reached) so that it is logged once per change, loudly."""
+    failure (a witness that refuses or cannot be reached) so that it is logged once per change, loudly.
+
+    Several nodes on one database sign between them at the configured rate: one signs at a time (a lease; a node
+    that finds another signing skips its turn), and "due" is measured from the newest checkpoint kept by any node
+    (its size and ``signed_at``), read under the lease; before the first one, from this node's start."""
 
     ledger: Ledger
     every_events: int
     every: _dt.timedelta | None
-    last_size: int | None = None
-    last_at: _dt.datetime | None = None
+    last_size: int | None = None  # the newest kept checkpoint's size, as last seen (a poll skips while the tree is)
+    started: _dt.datetime | None = None
     problem: str | None = field(default=None)
 
     def run_once(self, *, force: bool = False) -> None:
         clock = self.ledger.clock
-        if self.last_size is None:
-            kept = self.ledger.latest_tlog_checkpoint()
-            self.last_size, self.last_at = (kept.size if kept else 0), clock()
+        if self.started is None:
+            self.started = clock()
         size = self.ledger.store.tree_size()
-        if size <= self.last_size:
-            return
-        now = clock()
-        due = force or (self.every_events and size - self.last_size >= self.every_events)
-        due = due or (self.every is not None and self.last_at is not None and now - self.last_at >= self.every)
-        if not due:
+        if self.last_size is not None and size <= self.last_size:
             return
         try:
-            signed = self.ledger.sign_tlog_checkpoint()
+            signed = self.ledger.sign_tlog_checkpoint_if(lambda kept, size: self._due(kept, size, force))
         except LedgerError as exc:
             if exc.message != self.problem:
                 log.error("could not sign a transparency-log checkpoint: %s (%s)", exc.message, exc.hint)
             self.problem = exc.message
             return
         self.problem = None
-        self.last_size, self.last_at = signed.size, now
-        log.info("transparency-log checkpoint of tree size %d signed (%s)", signed.size, ", ".join(signed.cosigned_by))
+        if signed is not None:
+            self.last_size = signed.size
+            log.info(
+                "transparency-log checkpoint of tree size %d signed (%s)", signed.size, ", ".join(signed.cosigned_by)
+            )
+
+    def _due(self, kept: Signed | None, size: int, force: bool) -> bool:
+        """Whether to sign now, given the newest checkpoint any node kept and the tree's size."""
+        self.last_size = kept.size if kept is not None else 0
+        if size <= self.last_size:
+            return False
+        if force or (self.every_events and size - self.last_size >= self.every_events):
+            return True
+        since = parse_ts(kept.signed_at) if kept is not None and kept.signed_at else self.started
+        return self.every is not None and since is not None and self.ledger.clock() - since >= self.every
 
 
 def note_signer(ledger: Ledger, settings: Settings) -> NoteSigner | None:

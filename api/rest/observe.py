@@ -95,7 +95,7 @@ class RateLimit:
             await self.app(scope, receive, send)
             return
         api_key = key_from_headers(Headers(scope=scope))
-        wait = self.limiter.take(key_for(api_key, self.fallback_agent))
+        wait = await self.limiter.take_async(key_for(api_key, self.fallback_agent))
         if wait is None:
             await self.app(scope, receive, send)
             return

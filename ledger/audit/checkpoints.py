@@ -17,6 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,7 +260,12 @@ def due(last: Checkpoint | None, head: int, now: _dt.datetime, every_events: int
 
 @dataclass
 class Checkpointer:
-    """Writes a checkpoint to its log whenever one is due (``serve`` runs it in the background)."""
+    """Writes a checkpoint to its log whenever one is due (``serve`` runs it in the background).
+
+    Several writers of one file (nodes sharing a checkpoint file, ``serve`` and a second process) write it once per
+    interval between them: a writer that finds a checkpoint due takes ``lease`` (one writer of the ledger at a time;
+    one that finds it held skips its turn), then reads the file's newest checkpoint again, whoever wrote it, and
+    writes only if one is still due. Nodes with files of their own each keep theirs at the configured rate."""
 
     make: Callable[[], Checkpoint]  # signs the current head
     head: Callable[[], int]
@@ -268,6 +274,7 @@ class Checkpointer:
     every: _dt.timedelta | None
     clock: _clock.Clock = _clock.now
     last: Checkpoint | None = field(default=None)
+    lease: Callable[[], AbstractContextManager[bool]] = field(default=lambda: nullcontext(True), repr=False)
     _behind: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -289,10 +296,19 @@ class Checkpointer:
                 )
             self._behind = True
             return None
-        moved = head >= 1 and (last is None or head > last.position)
-        if not moved or not (force or due(last, head, self.clock(), self.every_events, self.every)):
+        if not self._due(last, head, force):
             return None
-        checkpoint = self.make()
-        self.log.append(checkpoint)
-        self.last = checkpoint
-        return checkpoint
+        with self.lease() as held:
+            if not held:  # another writer is at it: this one's turn comes at the next poll
+                return None
+            self.last = last = self.log.latest() or last  # what another writer of this file wrote meanwhile
+            if not self._due(last, head, force):
+                return None
+            checkpoint = self.make()
+            self.log.append(checkpoint)
+            self.last = checkpoint
+            return checkpoint
+
+    def _due(self, last: Checkpoint | None, head: int, force: bool) -> bool:
+        moved = head >= 1 and (last is None or head > last.position)
+        return moved and (force or due(last, head, self.clock(), self.every_events, self.every))

@@ -24,7 +24,7 @@ from ledger.core.events import (
     RowKeyBound,
     SigningKeyBound,
 )
-from ledger.core.storage import StreamState, migration
+from ledger.core.storage import CHECKPOINT_LEASE, StreamState, migration
 from ledger.kernel import LEDGER_STREAM, Actor, Kernel, bindings
 from ledger.memory.handlers import MemoryCommands
 from projections.active_hours import ActiveTime
@@ -252,6 +252,7 @@ class AuditCommands:
             every_events=every_events,
             every=every,
             clock=self.kernel.clock,
+            lease=lambda: self.kernel.store.lease(CHECKPOINT_LEASE),
         )
 
     def verify_checkpoints(

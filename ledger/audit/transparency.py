@@ -8,6 +8,9 @@ key and cosigned by its witnesses, inclusion and consistency proofs, and offline
 * **Checkpoints** are kept in the table ``tlog_checkpoints`` (one row per signed size, the note with its
   cosignatures), so every node of one database serves the same ones. A checkpoint is kept only once it carries the
   cosignatures the policy asks for; when the witnesses refuse, nothing is kept and the refusal is raised, quoted.
+  One node signs at a time (the lease ``TLOG_LEASE``, :mod:`ledger.core.storage.leases`), so witnesses see the
+  sizes in order; the background signer of each node skips its turn while another holds it, and measures its
+  interval from the newest kept checkpoint, whoever signed it (:meth:`TransparencyCommands.sign_checkpoint_if`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ from dataclasses import dataclass
 
 from ledger.core.canonical import format_ts
 from ledger.core.errors import InvalidInput, LedgerError, NotFound, NotInitialised
-from ledger.core.storage import translate_errors
+from ledger.core.storage import TLOG_LEASE, translate_errors
 from ledger.core.tlog import bundle, merkle, note
 from ledger.core.tlog.policy import Witness, required_cosignatures
 from ledger.kernel import Kernel
 
 ORIGIN_PREFIX = "compliance-ledger/"
+WITNESS_SECONDS = 20.0
+"""The longest one witness may take to cosign: two requests (the second with the size it holds) of the witness
+client's 10 s timeout each."""
+SIGN_SECONDS = 30.0
+"""The longest signing takes besides the witnesses (the tree's root and the consistency proof)."""
 
 _DDL = {
     "sqlite": """CREATE TABLE IF NOT EXISTS tlog_checkpoints (
@@ -43,12 +51,14 @@ class WitnessQuorumFailed(LedgerError):
 
 @dataclass(frozen=True)
 class Signed:
-    """A checkpoint: its note (with cosignatures), its size, who cosigned, and whether this call signed it."""
+    """A checkpoint: its note (with cosignatures), its size, who cosigned, whether this call signed it, and when it
+    was kept (``signed_at``, the ledger's timestamp format)."""
 
     note: str
     size: int
     cosigned_by: tuple[str, ...]
     new: bool
+    signed_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,27 +138,50 @@ class TransparencyCommands:
 
     def latest(self) -> Signed | None:
         """The newest kept checkpoint (None before the first)."""
-        row = self._query("SELECT size, note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1")
+        row = self._query("SELECT size, note, signed_at FROM tlog_checkpoints ORDER BY size DESC LIMIT 1")
         return self._kept(row[0]) if row else None
 
     def covering(self, size: int) -> Signed | None:
         """The smallest kept checkpoint whose tree holds ``size`` leaves or more."""
-        row = self._query("SELECT size, note FROM tlog_checkpoints WHERE size >= ? ORDER BY size LIMIT 1", (size,))
+        row = self._query(
+            "SELECT size, note, signed_at FROM tlog_checkpoints WHERE size >= ? ORDER BY size LIMIT 1", (size,)
+        )
         return self._kept(row[0]) if row else None
 
-    def _kept(self, row: tuple[int, str]) -> Signed:
+    def _kept(self, row: tuple[int, str, str]) -> Signed:
         size, text = int(row[0]), str(row[1])
         opened = note.open_checkpoint(text, self.verifier(), [w.verifier for w in self.witnesses])
-        return Signed(text, size, tuple(v.name for v, _ in opened.cosignatures), False)
+        return Signed(text, size, tuple(v.name for v, _ in opened.cosignatures), False, str(row[2]))
 
-    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[int, str]]:
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[int, str, str]]:
         store = self.kernel.store
         with translate_errors(store.dialect), store.engine.connect() as conn:
             return [tuple(r) for r in conn.exec_driver_sql(store.sql(sql), params).fetchall()]  # type: ignore[misc]
 
     def sign_checkpoint(self) -> Signed:
         """Sign a checkpoint of the whole tree, get the witnesses' cosignatures, keep it and return it. When the tree
-        has not grown since the newest kept checkpoint, that one is returned (``new`` False)."""
+        has not grown since the newest kept checkpoint, that one is returned (``new`` False). Waits while another
+        node signs one (as long as signing may take, :meth:`_bound`; then ``StoreBusy``)."""
+        bound = self._bound()
+        with self.kernel.store.lease(TLOG_LEASE, wait=True, hold=bound, patience=bound):
+            return self._sign()
+
+    def sign_checkpoint_if(self, due: Callable[[Signed | None, int], bool]) -> Signed | None:
+        """Sign a checkpoint when ``due(newest kept checkpoint, tree size)`` says so, as the one node doing it: a
+        node that finds another signing skips (``None``), as it does when nothing is due. ``due`` sees the newest
+        checkpoint kept by any node, read under the lease, so nodes sign at the configured rate between them."""
+        with self.kernel.store.lease(TLOG_LEASE, hold=self._bound()) as held:
+            if not held:
+                return None
+            if not due(self.latest(), self.kernel.store.tree_size()):
+                return None
+            return self._sign()
+
+    def _bound(self) -> float:
+        """How long a node may rightly hold the signing lease, and another wait for it: the witnesses' answers."""
+        return SIGN_SECONDS + WITNESS_SECONDS * len(self.witnesses)
+
+    def _sign(self) -> Signed:
         with self._lock:
             last = self.latest()
             size = self.kernel.store.tree_size()
@@ -173,8 +206,8 @@ class TransparencyCommands:
                 return self.kernel.store.prove_consistency(old, size) if old else []
 
             cosigned, names = self._cosign(signed, last.size if last is not None else 0, prove)
-            self._keep(size, cosigned)
-            return Signed(cosigned, size, names, True)
+            at = self._keep(size, cosigned)
+            return Signed(cosigned, size, names, True, at)
 
     def _cosign(self, signed: str, old_size: int, prove: Callable[[int], list[bytes]]) -> tuple[str, tuple[str, ...]]:
         if not self.witnesses:
@@ -201,7 +234,7 @@ class TransparencyCommands:
             )
         return note.add_signatures(signed, lines), tuple(names)
 
-    def _keep(self, size: int, text: str) -> None:
+    def _keep(self, size: int, text: str) -> str:
         store = self.kernel.store
         at = format_ts(self.kernel.clock())
         upsert = {
@@ -211,6 +244,7 @@ class TransparencyCommands:
         }[store.dialect]
         with translate_errors(store.dialect), store.engine.begin() as conn:
             conn.exec_driver_sql(store.sql(upsert), (size, text, at))
+        return at
 
     # --- proofs ----------------------------------------------------------------------------------------------
 

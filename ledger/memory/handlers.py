@@ -20,6 +20,7 @@ from ledger.kernel import Actor, Kernel
 from ledger.memory import constitution
 from ledger.memory import decisions as memory
 from ledger.memory import recall as rc
+from ledger.memory.consolidation import Method, Verdict
 from ledger.memory.reads import BlockSource
 from ledger.memory.report import (
     BlockOut,
@@ -76,7 +77,25 @@ class MemoryCommands(MemoryRevisions):
         screened = self.kernel.screen({"content": content, "tags": clean_tags, "context": context})
         content, clean_tags, context = screened["content"], screened["tags"], screened["context"]
         block_id = self.new_block_id(content)
-        verdict, method = self._consolidation(block_id, content)
+        with self._consolidating(block_id, content) as checked:
+            result = self._remember_checked(
+                actor, block_id, content, clean_tags, clean_category, context, session_id, checked
+            )
+        self._auto_curate(actor)
+        return result
+
+    def _remember_checked(
+        self,
+        actor: Actor,
+        block_id: str,
+        content: str,
+        clean_tags: list[str],
+        clean_category: str,
+        context: str | None,
+        session_id: str | None,
+        checked: tuple[Verdict, Method],
+    ) -> RememberResult:
+        verdict, method = checked
 
         def attempt() -> RememberResult:
             session = self.grants.open_if(actor, session_id)
@@ -128,9 +147,7 @@ class MemoryCommands(MemoryRevisions):
                 consolidation=method,
             )
 
-        result = self.kernel.retrying(attempt)
-        self._auto_curate(actor)
-        return result
+        return self.kernel.retrying(attempt)
 
     def setup_memory(
         self,

@@ -12,6 +12,7 @@ from ledger.core import limits
 from ledger.core.errors import Erased, InvalidInput, NotFound, StoreUnavailable
 from ledger.core.events import ContradictionFlagged, MemoryErased, MemoryLinked, MemoryRemembered, RecordedEvent
 from ledger.core.mapper import decode
+from ledger.core.storage import CONSOLIDATE_LEASE
 from ledger.kernel import Kernel
 from ledger.memory import consolidation
 from ledger.memory import decisions as memory
@@ -27,6 +28,9 @@ from projections.memory import MemoryGraph, tags_match
 from projections.provenance import Origin, origin_of
 from projections.query_analysis import query_terms
 from projections.runner import ACTIVE_TIME, MEMORY, ProjectionRunner
+
+_NEW_TEXT = ("MemoryRemembered", "MemorySuperseded", "MemoryRestored")
+"""Events after which a near-duplicate check may find a block it did not find before."""
 
 MEMORY_EVENT_TYPES = (
     "MemoryRemembered",
@@ -251,6 +255,23 @@ class MemoryReads:
     def block_texts(self, blocks: Sequence[memory_proj.BlockView]) -> dict[str, str]:
         """The texts of ``blocks`` by id (:meth:`block_sources` without the provenance)."""
         return {block_id: found.content for block_id, found in self.block_sources(blocks).items()}
+
+    @contextlib.contextmanager
+    def _consolidating(
+        self, block_id: str, content: str
+    ) -> Iterator[tuple[consolidation.Verdict, consolidation.Method]]:
+        """Yield the near-duplicate verdict on ``content`` while holding the ledger's consolidation lease, for the
+        append that acts on it. The check runs first without the lease, and again under it only if a block arrived
+        since (a remember of another node or thread, which held the lease for its append): a text and its
+        near-duplicate remembered at once end created + linked, never created + created, and remembers that do
+        not meet hold the lease for their append alone."""
+        seen = self.kernel.store.head()[0]
+        checked = self._consolidation(block_id, content)
+        with self.kernel.store.lease(CONSOLIDATE_LEASE, wait=True):
+            # one index probe; the generator is dropped (its read cursor closed) at once
+            if next(self.kernel.store.iter_records(seen, types=_NEW_TEXT, batch_size=1), None) is not None:
+                checked = self._consolidation(block_id, content)
+            yield checked
 
     def _consolidation(self, block_id: str, content: str) -> tuple[consolidation.Verdict, consolidation.Method]:
         """Link, flag or store ``content`` (the block ``block_id`` it would be), against its nearest live blocks:

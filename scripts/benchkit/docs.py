@@ -24,6 +24,7 @@ RECALL_FRAMES = "## Queryless recall at scale (scripts/bench_recall_frames.py)"
 PROOFS = "## Offline proof checks (scripts/bench_tlog.py)"
 SECRET_SCAN = "## Credential scan (scripts/bench_secret_scan.py)"
 ERASURE = "## Encryption and erasure (scripts/bench_erasure.py)"
+LIMITS = "## Close to the limit (scripts/bench_limits.py)"
 SECTIONS = (
     ANCHOR,
     MEMORY,
@@ -40,6 +41,7 @@ SECTIONS = (
     RECALL_FRAMES,
     SECRET_SCAN,
     ERASURE,
+    LIMITS,
 )
 
 

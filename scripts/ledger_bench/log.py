@@ -19,13 +19,13 @@ from ledger.core.events import (
     SessionEnded,
     SessionStarted,
 )
-from ledger.core.storage import SqlEventStore
+from ledger.core.storage import EventStore
 from ledger.memory import decisions as memory
 from ledger.sessions import gate
 from ledger_bench.fixtures import QUERIES, console
 
 
-def generate_log(store: SqlEventStore, n_target: int) -> Counter[str]:
+def generate_log(store: EventStore, n_target: int) -> Counter[str]:
     """Fill ``store`` with ``n_target`` events of a realistic mix; return counts per type and of sessions."""
     rng = random.Random(4)
     agents = [f"agent-{i:02d}" for i in range(16)]
@@ -106,7 +106,9 @@ def build(path: Path, events: int) -> None:
     from api.bootstrap import initialise
     from api.settings import Settings
 
-    ledger, _ = initialise(Settings(home=path.parent, database_url=f"sqlite:///{path}", snapshot_every_events=0))
+    ledger, _ = initialise(
+        Settings(home=path.parent, database_url=f"sqlite:///{path}", snapshot_every_events=0)  # type: ignore[call-arg]
+    )
     generate_log(ledger.store, events)
     ledger.index.catch_up()
     ledger.store.engine.dispose()
@@ -117,7 +119,7 @@ def rebuild_snapshots(home: Path, url: str) -> int:
     from api.bootstrap import open_ledger
     from api.settings import Settings
 
-    ledger = open_ledger(Settings(home=home, database_url=url))
+    ledger = open_ledger(Settings(home=home, database_url=url))  # type: ignore[call-arg]
     try:
         return ledger.rebuild_snapshots()
     finally:

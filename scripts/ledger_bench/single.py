@@ -8,6 +8,9 @@ import inspect
 import itertools
 import re
 import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchkit.fmt import fmt_rate, fmt_us, spread
@@ -18,7 +21,9 @@ from eventsourcing.domain import Aggregate, event
 
 from ledger.core.canonical import format_ts
 from ledger.core.chain import GENESIS_HASH, StoredRecord, record_hash
+from ledger.core.events import MemorySearched
 from ledger.core.mapper import decode, encode, encode_meta
+from ledger.core.storage import SqlEventStore
 from ledger_bench.fixtures import (
     AGENT,
     INSERT,
@@ -56,15 +61,35 @@ def eventsourcing_settings(app: Application) -> str:
     return f"{pragmas}, transactions opened with `{begin[0] if begin else '?'}`"
 
 
-def bench_single(tmp: Path, sizes: Sizes, report: Report) -> None:
-    console.log("[bold]single-event appends[/]: ours vs raw sqlite3 vs eventsourcing (interleaved rounds)")
+@dataclass
+class AppendPair:
+    """Our append and raw sqlite3 writing the same row, each one event per transaction (rows 1 of bench_ledger and
+    7 of bench_limits): ``ours()`` and ``raw()`` each append the next event of a fixed cycle across 64 streams."""
+
+    store: SqlEventStore
+    conn: sqlite3.Connection
+    ours: Callable[[], None]
+    raw: Callable[[], None]
+    events: list[MemorySearched]
+    metas: list[dict[str, str]]
+    streams: list[str]
+    expires: _dt.datetime
+
+    def close(self) -> None:
+        self.store.engine.dispose()
+        self.conn.close()
+
+
+def append_pair(tmp: Path, name: str = "single") -> AppendPair:
+    """Our store and a raw sqlite3 table with its exact schema, in ``tmp`` (files ``<name>_ours.db`` and
+    ``<name>_raw.db``), and one append of each as a call."""
     expires = _dt.datetime.now(_dt.UTC) + _dt.timedelta(minutes=30)
     sids = session_ids(64, seed=1)
     streams = [f"session:{s}" for s in sids]
     events = [search_event(i, sids[i % 64], expires) for i in range(256)]
     metas = [{"agent": AGENT, "source": "mcp", "session_id": s} for s in sids]
 
-    store = new_store(tmp / "single_ours.db")
+    store = new_store(tmp / f"{name}_ours.db")
     versions = dict.fromkeys(streams, 0)
     n_ours = itertools.count()
 
@@ -75,7 +100,7 @@ def bench_single(tmp: Path, sizes: Sizes, report: Report) -> None:
         versions[stream] += 1
 
     # Raw sqlite3: same table and indexes, same row contents, no serialisation and no hashing in Python.
-    conn = raw_table(tmp / "single_raw.db")
+    conn = raw_table(tmp / f"{name}_raw.db")
     encoded = [encode(e) for e in events]
     meta_json = [encode_meta(m) for m in metas]
     fake_hashes = [secrets.token_hex(32) for _ in range(256)]
@@ -106,6 +131,15 @@ def bench_single(tmp: Path, sizes: Sizes, report: Report) -> None:
             ),
         )
         conn.execute("COMMIT")
+
+    return AppendPair(store, conn, ours, raw, events, metas, streams, expires)
+
+
+def bench_single(tmp: Path, sizes: Sizes, report: Report) -> None:
+    console.log("[bold]single-event appends[/]: ours vs raw sqlite3 vs eventsourcing (interleaved rounds)")
+    pair = append_pair(tmp)
+    store, conn, ours, raw = pair.store, pair.conn, pair.ours, pair.raw
+    events, metas, streams, expires = pair.events, pair.metas, pair.streams, pair.expires
 
     app: Application = Application(
         env={"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp / "single_es.db")}

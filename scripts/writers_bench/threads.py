@@ -100,7 +100,7 @@ class TransactionTimes:
                 yield cur
             self.seconds.append(time.perf_counter() - t0)
 
-        store.write_transaction = timed  # type: ignore[method-assign]
+        store.write_transaction = timed  # type: ignore[method-assign,assignment]
 
 
 def pg_schema_url(schema: str) -> str:

@@ -158,3 +158,28 @@ async def test_a_stdio_server_on_a_fresh_machine_starts_with_the_constitution_re
     assert len(recalled["blocks"]) == 10
     assert all("self/constitutional" in b["tags"] for b in recalled["blocks"])
     assert recalled["text"].startswith("## Identity\n- ")
+
+
+async def test_a_stdio_server_whose_default_session_cannot_open_answers_and_says_why(
+    make_ledger: LedgerFactory, sqlite_url: str, tmp_path: Path
+) -> None:
+    """The default session opens beside the handshake: a clock-in the ledger refuses (here: an agent name that is
+    a credential) leaves the handshake answered, every call that needs the session failing closed with the reason,
+    and nothing appended."""
+    from tests.secret_samples import _AWS
+
+    ledger = make_ledger(sqlite_url)
+    before = ledger.store.head()
+    env = {**os.environ, "LEDGER_HOME": str(tmp_path), "LEDGER_DATABASE_URL": sqlite_url}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "api", "mcp", "--agent", _AWS], env=env, cwd=str(tmp_path)
+    )
+    async with Client(params) as client:
+        tools = await client.list_tools()
+        assert "assert_compliance" in [t.name for t in tools.tools]
+        answer = await client.call_tool("assert_compliance", {})
+    assert answer.is_error
+    said = answer.content[0].text  # type: ignore[union-attr]
+    assert "the default session could not be opened" in said
+    assert "credential" in said and _AWS not in said
+    assert ledger.store.head() == before

@@ -191,7 +191,9 @@ def test_two_processes_remembering_the_same_content_create_exactly_one_block(
     hits = parent.search(RACER, sid, "racers remember note", limit=100).results
     assert len(hits) == len({h.block_id for h in hits}) == ROUNDS
     assert parent.store.verify().ok
-    assert sum(racers.call("conflicts")) > 0
+    # Remembers are serialised by the consolidation lease (ledger.core.storage.leases): the second waits for the
+    # first's append and finds its block, so no remember of either process lost a race and retried.
+    assert sum(racers.call("conflicts")) == 0
 
 
 def test_two_processes_racing_one_task_transition_produce_exactly_one_transition(

@@ -68,7 +68,10 @@ def test_a_node_stopped_holding_the_write_lock_loses_it_and_its_append_fails_whe
         os.kill(node.pid, signal.SIGSTOP)
         with other.read_cursor() as cur:  # the stopped node holds the write lock
             cur.execute(
-                f"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = {APPEND_LOCK} AND granted"
+                # this ledger's lock only (its first int is the oid of this schema's events table): other tests'
+                # ledgers on the same database hold write locks of their own
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 'events'::regclass::oid "
+                f"AND objid = {APPEND_LOCK} AND granted"
             )
             assert cur.fetchone()[0] == 1
         # Another node writes again once the server has ended the stopped one's session (polled: each try waits at

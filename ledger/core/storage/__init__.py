@@ -9,7 +9,8 @@ the ledger's own errors.
 
 One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine`
 (engines and their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock),
-:mod:`.connection` (write transactions and read cursors), :mod:`.group_commit` (appends), :mod:`.reads`
+:mod:`.connection` (write transactions and read cursors), :mod:`.leases` (work one node at a time does),
+:mod:`.rate_buckets` (the cluster-wide rate limit's counters), :mod:`.group_commit` (appends), :mod:`.reads`
 (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
 sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
 :mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
@@ -20,6 +21,7 @@ implementation, :class:`MemoryStore` (its read models' tables in :mod:`.side_tab
 tree's roots and proofs, written once for both.
 """
 
+from ledger.core.storage import leases, rate_buckets
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.contract import EventStore, LedgerStore, ReadModelTables
 from ledger.core.storage.driver_errors import classify_driver_error, translate_errors
@@ -28,17 +30,30 @@ from ledger.core.storage.fair_lock import _write_lock_path
 from ledger.core.storage.group_commit import MAX_GROUP
 from ledger.core.storage.memory import MemoryStore
 from ledger.core.storage.reads import StreamState
-from ledger.core.storage.schema import APPEND_LOCK, EVENTS, INDEX_LOCK, SNAPSHOT_LOCK
+from ledger.core.storage.schema import (
+    APPEND_LOCK,
+    CHECKPOINT_LEASE,
+    CONSOLIDATE_LEASE,
+    EVENTS,
+    INDEX_LOCK,
+    SNAPSHOT_LEASE,
+    SNAPSHOT_LOCK,
+    TLOG_LEASE,
+)
 from ledger.core.storage.store import PROBE_LOCK_SECONDS, Probe, SqlEventStore
 
 __all__ = [
     "APPEND_LOCK",
+    "CHECKPOINT_LEASE",
+    "CONSOLIDATE_LEASE",
     "EVENTS",
     "INDEX_LOCK",
     "MAX_GROUP",
     "PROBE_LOCK_SECONDS",
+    "SNAPSHOT_LEASE",
     "SNAPSHOT_LOCK",
     "SQLITE_CACHE_KIB",
+    "TLOG_LEASE",
     "EventStore",
     "LedgerStore",
     "MemoryStore",
@@ -49,7 +64,9 @@ __all__ = [
     "StreamState",
     "_write_lock_path",
     "classify_driver_error",
+    "leases",
     "make_engine",
     "normalise_url",
+    "rate_buckets",
     "translate_errors",
 ]

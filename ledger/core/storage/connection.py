@@ -13,6 +13,7 @@ from ledger.core.limits import Timeouts
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.fair_lock import _FairFileLock, _write_lock_path, fcntl
+from ledger.core.storage.leases import Leases
 from ledger.core.storage.schema import _LEDGER_OID, APPEND_LOCK
 
 
@@ -39,6 +40,15 @@ class StoreConnection:
         self._ph = "?" if self.dialect == "sqlite" else "%s"
         lock_path = _write_lock_path(engine) if fair_lock and fcntl is not None else None
         self._write_lock = _FairFileLock(lock_path) if lock_path else None
+        self._leases = Leases(engine, self.timeouts)
+
+    def lease(
+        self, key: int, *, wait: bool = False, hold: float | None = None, patience: float | None = None
+    ) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lease ``key`` (:mod:`.leases`) of this ledger, shared by every process on its database, while
+        the block runs; yields whether it is held (``wait``: waits up to ``patience``, default the lock timeout,
+        then StoreBusy). ``hold``: how long the block may rightly run (default: the idle-in-transaction timeout)."""
+        return self._leases.hold(key, wait=wait, hold=hold, patience=patience)
 
     def sql(self, text: str) -> str:
         """Adapt a statement written with ``?`` placeholders to the driver's paramstyle."""

@@ -137,6 +137,13 @@ class ReadModelTables(Protocol):
 
     def write_transaction(self, lock: int = APPEND_LOCK) -> contextlib.AbstractContextManager[Any]: ...
 
+    def lease(
+        self, key: int, *, wait: bool = False, hold: float | None = None, patience: float | None = None
+    ) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lease ``key`` (:mod:`ledger.core.storage.leases`) while the block runs: one holder among every
+        process on the database; yields whether it is held."""
+        ...
+
 
 class LedgerStore(EventStore, ReadModelTables, Protocol):
     """What the kernel holds: the log, the read models' tables, and opening, probing and closing a ledger."""

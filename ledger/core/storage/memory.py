@@ -25,8 +25,10 @@ from ledger.core.canonical import format_ts, parse_ts
 from ledger.core.chain import GENESIS_HASH, ChainReport, StoredRecord, chain_rows, verify_chain
 from ledger.core.errors import ConcurrencyError
 from ledger.core.events import DomainEvent, RecordedEvent
+from ledger.core.limits import Timeouts
 from ledger.core.mapper import _meta, decode, encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
+from ledger.core.storage import leases
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StreamState
@@ -59,6 +61,8 @@ class MemoryStore(TreeProofs):
         # transaction of the side tables, and two locks taken in both orders would deadlock.
         self._lock = threading.RLock()
         self.side = SideTables(self._lock)
+        self._leases: dict[int, threading.Lock] = {}
+        self._lease_guard = threading.Lock()
         self._records: list[StoredRecord] = []
         self._streams: dict[str, list[int]] = {}  # stream -> positions, in version order
         self._at: list[str] = []  # recorded_at of each position (never decreasing: bisect for "as of")
@@ -84,6 +88,14 @@ class MemoryStore(TreeProofs):
 
     def write_transaction(self, lock: int = APPEND_LOCK) -> contextlib.AbstractContextManager[Any]:
         return self.side.write_transaction(lock)
+
+    def lease(
+        self, key: int, *, wait: bool = False, hold: float | None = None, patience: float | None = None
+    ) -> contextlib.AbstractContextManager[bool]:
+        """A lease of this process (no other process shares a memory store)."""
+        with self._lease_guard:
+            lock = self._leases.setdefault(key, threading.Lock())
+        return leases.in_process(lock, wait=wait, timeout=Timeouts().lock if patience is None else patience)
 
     # --- appends ------------------------------------------------------------------------------------------
 

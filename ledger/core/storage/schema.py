@@ -16,6 +16,11 @@ from ledger.core.chain import GENESIS_HASH
 APPEND_LOCK = 0x6C656467  # "ledg": appends to the events table
 INDEX_LOCK = 0x6D656D69  # "memi": search index maintenance
 SNAPSHOT_LOCK = 0x736E6170  # "snap": projection snapshot writes (ledger.snapshots)
+# Leases (ledger.core.storage.leases): one node at a time does this work; same two-int form, same first int.
+CHECKPOINT_LEASE = 0x636B7074  # "ckpt": the background writer of signed checkpoints to a checkpoint file
+TLOG_LEASE = 0x746C6F67  # "tlog": signing a transparency-log checkpoint (and asking the witnesses to cosign it)
+CONSOLIDATE_LEASE = 0x636F6E73  # "cons": remember's near-duplicate check and its append
+SNAPSHOT_LEASE = 0x736E706C  # "snpl": the background writer of projection snapshots (encode, sign, write)
 _LEDGER_OID = "'events'::regclass::oid::int4"  # oid is unsigned; the int4 cast wraps, and stays unique
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from ledger.core import clock as _clock
 from ledger.core.errors import StoreBusy
 from ledger.core.limits import Timeouts
+from ledger.core.storage import rate_buckets
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.engine import make_engine
@@ -75,7 +76,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
     # --- schema ---------------------------------------------------------------------------------------
 
     def create_schema(self) -> None:
-        """Create the ``events`` table, its indexes and the append-only triggers, the tree's table and, while the
+        """Create the ``events`` table, its indexes and the append-only triggers, the rate limit's counters
+        (``rate_buckets``, PostgreSQL: :mod:`.rate_buckets`), the tree's table and, while the
         log is empty, the authenticators' table (idempotent). A ledger that already has events gets the
         authenticators' table from :meth:`authenticate_existing` alone, which authenticates its rows with it."""
         with translate_errors(self.dialect), self.engine.begin() as conn:
@@ -85,6 +87,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
             conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_events_type_position ON events (type, position)")
             for ddl in _TRIGGERS[self.dialect]:
                 conn.exec_driver_sql(ddl)
+            if self.dialect in rate_buckets.DDL:  # the cluster-wide rate limit's counters (PostgreSQL)
+                conn.exec_driver_sql(rate_buckets.DDL[self.dialect])
         with self.write_transaction() as cur:
             for ddl in append_only_ddl(self.dialect, "tlog_hashes"):
                 cur.execute(ddl)
