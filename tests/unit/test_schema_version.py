@@ -14,7 +14,11 @@ from ledger.core.storage import migration, schema
 from projections import embedding_index, snapshots
 from projections.search import schema as search_schema
 
-PINNED = {1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437"}
+PINNED = {
+    1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437",
+    # 2: the data keys' table (issue 26), and the SQLite search index's rowids the positions of their blocks
+    2: "f11b0adb0efc3828878d8fd94925cbd005fede44ba811f5ff4632b5752f48e10",
+}
 
 
 def schema_digest() -> str:
@@ -23,6 +27,7 @@ def schema_digest() -> str:
         "triggers": schema._TRIGGERS,
         "append_only": {d: {t: schema.append_only_ddl(d, t) for t in schema._APPEND_ONLY} for d in schema._TRIGGERS},
         "migration": migration._DDL,
+        "data_keys": schema.DATA_KEYS_DDL,
         "search": [search_schema.VERSION, search_schema.COMMON_DDL, search_schema.DDL],
         "snapshots": snapshots._DDL,
         "embeddings": embedding_index._DDL,

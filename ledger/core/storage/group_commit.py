@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
@@ -31,6 +31,9 @@ from ledger.core.storage.schema import (
     versions_and_auth_head_sql,
 )
 from ledger.core.storage.tree import Seal, StoreTree, Tree
+
+if TYPE_CHECKING:
+    from ledger.core.data_keys import NewKey
 
 
 def _copy_error(exc: BaseException) -> BaseException:
@@ -66,6 +69,7 @@ class _Pending:
     encoded: list[tuple[str, int, str]]
     meta: dict[str, Any]
     meta_json: str
+    keys: list[NewKey]  # data keys made for it: written with its rows
     rows: list[tuple[Any, ...]] | None = None
     recorded_at: _dt.datetime | None = None
     error: BaseException | None = None
@@ -133,10 +137,12 @@ class GroupCommit(StoreTree):
             )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
         # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys); the metadata says so.
-        encoded, sealed = encode_all(events, stream, self.cipher)
+        # A data key made for it is written in the group's transaction, with the events sealed under it.
+        keys: list[NewKey] = []
+        encoded, sealed = encode_all(events, stream, self.cipher, keys, fresh=expected_version == 0)
         if sealed:
             meta = {**meta, "enc": SEALED}
-        pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta))
+        pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta), keys)
         with self._mutex:
             self._queue.append(pending)
             lead = not self._leading
@@ -146,10 +152,12 @@ class GroupCommit(StoreTree):
                 pending.wake = _held_lock()
         if not lead:
             pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
-            if pending.done:
-                return pending.outcome()
-        self._lead()
-        return pending.outcome()
+        if not pending.done:
+            self._lead()
+        recorded = pending.outcome()
+        if keys and self.cipher is not None:
+            self.cipher.adopt(keys)  # committed with the events: later appends of the stream use them
+        return recorded
 
     def _lead(self) -> None:
         """Commit a group led by this thread's append (the first queued), then hand the lead to the first append
@@ -307,6 +315,7 @@ class GroupCommit(StoreTree):
                 try:
                     cur.execute("SAVEPOINT group_member")
                     self._insert(cur, rows)
+                    self._write_keys(cur, p.keys)
                     cur.execute("RELEASE SAVEPOINT group_member")
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
@@ -323,6 +332,7 @@ class GroupCommit(StoreTree):
             try:
                 if not self._insert(cur, all_rows, (head, assumed) if guarded else None, seal):
                     return None
+                self._write_keys(cur, [k for p, _ in planned for k in p.keys])
             except Exception as exc:
                 foreign = self._foreign_rows(exc)
                 if foreign is not None:
@@ -339,6 +349,11 @@ class GroupCommit(StoreTree):
         for p, lost_race in lost:
             p.error = lost_race
         return (position, prev_hash, recorded_at), tree
+
+    def _write_keys(self, cur: Any, keys: list[NewKey]) -> None:
+        """The rows of the data keys made for appends being written, in their transaction."""
+        if keys and self.cipher is not None:
+            self.cipher.write(cur, keys)
 
     def _insert(
         self,

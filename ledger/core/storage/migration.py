@@ -21,11 +21,14 @@ from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.fair_lock import _write_lock_path, fcntl
 from ledger.core.storage.schema import table_exists_sql
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema this program reads and writes. 1: the events, their authenticators and tree, the search index, the
-snapshots and the transparency log's checkpoints (everything ``init`` created before versions were recorded)."""
+snapshots and the transparency log's checkpoints (everything ``init`` created before versions were recorded).
+2: the ``data_keys`` table of free text's data keys (issue 26), and the SQLite search index rebuilt with each row's
+rowid the position of its block's ``MemoryRemembered`` (an erased block's row deleted by key); ``migrate`` brings
+a version-1 ledger up (the table created, the index rebuilt from the log)."""
 
-_LOG_TABLES = ("events", "event_auth", "tlog_hashes")
+_LOG_TABLES = ("events", "event_auth", "tlog_hashes", "data_keys")
 MIGRATE_LOCK = 0x6D696772  # "migr": the second key of PostgreSQL's session-level migration lock
 
 _DDL = {

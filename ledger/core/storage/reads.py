@@ -80,6 +80,10 @@ class StoreReads(StoreConnection):
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
+            if content and self.cipher is not None:
+                # Erasures committed since the last read (here or in another process): their keys are never used
+                # again, whatever this process had read before. Before the rows, so none decrypts under them.
+                self.cipher.refresh(cur)
             cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
         if checker is not None and hash_at is not None:

@@ -160,6 +160,22 @@ _TLOG_TABLES = {
 }
 
 
+# ``data_keys``: the data keys of free text (ledger.core.data_keys), each wrapped under the key-encryption key; a
+# key's row is written in the transaction of the first event sealed under it, and deleted to erase (schema 2).
+DATA_KEYS_DDL = {
+    "sqlite": [
+        "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+        "wrapped BLOB NOT NULL, created_at TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)",
+    ],
+    "postgresql": [
+        "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
+        "wrapped BYTEA NOT NULL, created_at TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)",
+    ],
+}
+
+
 def append_only_ddl(dialect: str, table: str) -> list[str]:
     """``table`` and the triggers that refuse UPDATE and DELETE on it (and TRUNCATE on PostgreSQL)."""
     if dialect == "sqlite":
