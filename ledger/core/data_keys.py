@@ -11,17 +11,21 @@ could look like that) is never read as ciphertext. The associated data binds a c
 
 **Subjects and keys.** The subject is the stream the event is appended to: ``block:<id>`` for a block's content and
 context, ``session:<id>`` for a session's queries, focus and proofs, ``task:<id>`` for a task's notes and DNA. Each
-subject has a random 256-bit data key in the ``data_keys`` table (outside ``events``), wrapped with AES-256-GCM
-under the key-encryption key (associated data: subject and key id). The KEK is derived with HKDF-SHA256 from the
-receipt key's secret, so it lives in the receipt key file beside the signing key and never in the database.
+subject has a random 256-bit data key in the ``data_keys`` table (outside ``events``, created with the schema:
+version 2), wrapped with AES-256-GCM under the key-encryption key (associated data: subject and key id). The KEK is
+derived with HKDF-SHA256 from the receipt key's secret, so it lives in the receipt key file beside the signing key
+and never in the database. A subject's first key is made for the append that first needs it (:meth:`DataKeys.seal`
+adds it to the append's list) and its row is written in that append's transaction (:meth:`DataKeys.write`, by the
+store); it is cached for later appends once that committed (:meth:`DataKeys.adopt`).
 
 **Reads.** :meth:`DataKeys.open` decrypts a payload's fields; a field whose key was destroyed (erased) becomes an
 empty value of its kind (``[erased]`` for text, ``{}`` / ``[]``) and the record is marked unreadable, so folds still
-run and read models skip its text.
+run and read models skip its text. Before each read of events the store calls :meth:`DataKeys.refresh`: the keys
+named by erasures committed since (in any process) are forgotten, never used again.
 
-**Destroying a key** deletes its row with SQLite's ``secure_delete`` on and checkpoints the WAL (``TRUNCATE``), or
-on PostgreSQL deletes it and vacuums the table; a process that read the key before keeps its cached copy in memory
-until it sees the erasure (documented limit; backups and PostgreSQL pages not yet reused are others).
+**Destroying a key** deletes its row (SQLite: the store's connections run with ``secure_delete``, so the cell is
+zeroed; the WAL is checkpointed and truncated by :meth:`DataKeys.scrub`), or on PostgreSQL deletes it and vacuums the
+table (what stays possible: docs/DESIGN_NOTES.md, "Free text encrypted, and erasure").
 """
 
 from __future__ import annotations
@@ -33,14 +37,13 @@ import json
 import secrets
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.clock import now
-from ledger.core.sealed import ERASED_TEXT, VERSION, is_sealed
+from ledger.core.sealed import ERASED_TEXT, VERSION, NewKey, is_sealed
 from ledger.core.storage.driver_errors import translate_errors
 
 __all__ = ["ERASED_TEXT", "VERSION", "DataKeys", "NewKey", "derive", "is_sealed", "keyed_id"]
@@ -70,22 +73,6 @@ def _ad(stream: str, type_name: str, field: str) -> bytes:
 _ERASURES = ("MemoryErased", "SessionErased")
 """The events that destroy data keys (their ``key_ids``): what another process's erasures are learnt from."""
 _INSERT = "INSERT INTO data_keys (kid, subject, wrapped, created_at) VALUES (?, ?, ?, ?)"
-
-
-@dataclass(frozen=True, slots=True)
-class NewKey:
-    """A data key made for an append and not yet stored: its row goes into the append's own transaction
-    (:meth:`DataKeys.write`), and it is used for later appends only once that committed (:meth:`DataKeys.adopt`)."""
-
-    kid: str
-    subject: str
-    wrapped: bytes
-    created_at: str
-    aead: Any
-
-    @property
-    def row(self) -> tuple[str, str, bytes, str]:
-        return (self.kid, self.subject, self.wrapped, self.created_at)
 
 
 class DataKeys:

@@ -16,7 +16,8 @@ from ledger.core.events import EVENT_TYPES, DomainEvent, RecordedEvent, from_pay
 from ledger.core.text import require_clean
 
 if TYPE_CHECKING:
-    from ledger.core.data_keys import DataKeys, NewKey
+    from ledger.core.data_keys import DataKeys
+    from ledger.core.sealed import NewKey
 
 
 def encode(event: DomainEvent) -> tuple[str, int, str]:
@@ -27,7 +28,11 @@ def encode(event: DomainEvent) -> tuple[str, int, str]:
 
 
 def encode_all(
-    events: Sequence[DomainEvent], stream: str, cipher: DataKeys | None, made: list[NewKey] | None = None, *,
+    events: Sequence[DomainEvent],
+    stream: str,
+    cipher: DataKeys | None,
+    made: list[NewKey] | None = None,
+    *,
     fresh: bool = False,
 ) -> tuple[list[tuple[str, int, str]], bool]:
     """:func:`encode` for each event of an append to ``stream``, its free text encrypted under the stream's data key

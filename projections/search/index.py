@@ -61,8 +61,7 @@ if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_REMOVALS = 1000
-BY_ROWID_AT_MOST = 50
-"""Removals of at most this many blocks delete FTS5 rows by rowid; more, by one scan of ``block_id``."""
+BY_ROWID_AT_MOST = 50  # removals of at most this many blocks delete FTS5 rows by rowid; more, by a scan
 _INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
 _INDEXED += [MemoryErased.type_name, MemoryRestored.type_name]
 _PENDING = (
@@ -330,14 +329,10 @@ class SearchIndex:
         if self.dialect == "sqlite":
             if len(block_ids) <= BY_ROWID_AT_MOST:
                 rowids = [r.position for b in block_ids if (r := self.store.record_of(f"block:{b}", 1)) is not None]
-                cur.execute(
-                    "DELETE FROM memory_fts WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(rowids),)
-                )
+                column, keys = "rowid", json.dumps(rowids)
             else:
-                cur.execute(
-                    "DELETE FROM memory_fts WHERE block_id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(block_ids),),
-                )
+                column, keys = "block_id", json.dumps(list(block_ids))
+            cur.execute(f"DELETE FROM memory_fts WHERE {column} IN (SELECT value FROM json_each(?))", (keys,))
             if erased or len(block_ids) >= OPTIMIZE_AFTER_REMOVALS:
                 # FTS5 keeps deleted rows' postings until segments merge; after a large archive, queries would
                 # keep paying for them (p99 12 ms on 546 live rows at 100k before, 0.4 ms after).

@@ -12,7 +12,7 @@ import pytest
 
 from ledger.audit.checkpoints import Source
 from ledger.core.errors import Erased, Forbidden
-from ledger.core.events import MemoryRemembered, MemorySearched, SessionStarted
+from ledger.core.events import MemoryRemembered, MemorySearched, SessionErased, SessionStarted
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
@@ -137,3 +137,38 @@ def test_erasing_a_block_written_before_encryption_says_what_stays(
     assert ledger.search(ALICE, sid, WORD).results == []
     assert ledger.verify().ok
     assert leaked(ledger, db_url, tmp_path, WORD)  # as the result says: the log's own bytes keep the text
+
+
+def test_a_key_destroyed_by_another_process_is_not_used_from_its_cache(make_ledger: LedgerFactory, db_url: str) -> None:
+    """Two stores on one database (as two processes are): one has read a block (its data key cached) when the
+    other erases it; its next read of the block returns no text, and it never encrypts under the erased key."""
+    here, there = make_ledger(db_url), make_ledger(db_url)
+    sid = here.clock_in(ALICE, "dev").session_id
+    content = f"The supplier {WORD} invoices monthly."
+    block_id = here.remember(ALICE, content, ["ops"], sid).block_id
+    stream = memory.stream_for(block_id)
+    first = there.store.load_stream(stream).events[0]
+    assert isinstance(first.event, MemoryRemembered) and first.event.content == content  # there: key cached
+    there.search(ALICE, sid, WORD)  # there: the session's key cached too
+
+    here.erase_block(OPERATOR, block_id, "erasure request #15")
+    here.erase_session(OPERATOR, sid, "erasure request #16")
+
+    again = there.store.load_stream(stream).events[0]
+    assert isinstance(again.event, MemoryRemembered) and WORD not in again.event.content.lower()
+    assert again.meta.get("erased") is True
+    with pytest.raises(Erased):
+        there.memory_block(block_id)
+    searched = [r.event for r in there.store.iter_events(stream=f"session:{sid}")]
+    assert all(WORD not in e.query for e in searched if isinstance(e, MemorySearched))
+    # a query appended there now is sealed under a new key of the session, readable, not under the erased one
+    there.search(ALICE, sid, "invoices")
+    kids = there.kernel.keys.key_ids(f"session:{sid}")
+    erasure = next(
+        r.event for r in here.store.iter_events(stream=f"session:{sid}") if isinstance(r.event, SessionErased)
+    )
+    assert isinstance(erasure, SessionErased) and len(kids) == 1 and kids[0] not in erasure.key_ids
+    assert any(
+        isinstance(r.event, MemorySearched) and r.event.query == "invoices"
+        for r in here.store.iter_events(stream=f"session:{sid}")
+    )

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger.core import clock as _clock
 from ledger.core.canonical import format_ts, parse_ts
@@ -19,6 +19,7 @@ from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
+from ledger.core.sealed import NewKey
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
@@ -31,9 +32,6 @@ from ledger.core.storage.schema import (
     versions_and_auth_head_sql,
 )
 from ledger.core.storage.tree import Seal, StoreTree, Tree
-
-if TYPE_CHECKING:
-    from ledger.core.data_keys import NewKey
 
 
 def _copy_error(exc: BaseException) -> BaseException:
@@ -136,8 +134,8 @@ class GroupCommit(StoreTree):
                 "open the ledger with its receipt key file (LEDGER_KEY_FILE)",
             )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
-        # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys); the metadata says so.
-        # A data key made for it is written in the group's transaction, with the events sealed under it.
+        # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys; one made for it is
+        # written in the group's transaction, with the events sealed under it); the metadata says so.
         keys: list[NewKey] = []
         encoded, sealed = encode_all(events, stream, self.cipher, keys, fresh=expected_version == 0)
         if sealed:
@@ -150,8 +148,8 @@ class GroupCommit(StoreTree):
                 self._leading = True
             else:
                 pending.wake = _held_lock()
-        if not lead:
-            pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
+        if not lead:  # released by a leader: this append is done, or it leads the next group
+            pending.wake.acquire()
         if not pending.done:
             self._lead()
         recorded = pending.outcome()
@@ -315,7 +313,8 @@ class GroupCommit(StoreTree):
                 try:
                     cur.execute("SAVEPOINT group_member")
                     self._insert(cur, rows)
-                    self._write_keys(cur, p.keys)
+                    if self.cipher is not None:
+                        self.cipher.write(cur, p.keys)
                     cur.execute("RELEASE SAVEPOINT group_member")
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
@@ -332,7 +331,8 @@ class GroupCommit(StoreTree):
             try:
                 if not self._insert(cur, all_rows, (head, assumed) if guarded else None, seal):
                     return None
-                self._write_keys(cur, [k for p, _ in planned for k in p.keys])
+                if self.cipher is not None:  # the data keys made for the members written, in their transaction
+                    self.cipher.write(cur, [k for p, _ in planned for k in p.keys])
             except Exception as exc:
                 foreign = self._foreign_rows(exc)
                 if foreign is not None:
@@ -349,11 +349,6 @@ class GroupCommit(StoreTree):
         for p, lost_race in lost:
             p.error = lost_race
         return (position, prev_hash, recorded_at), tree
-
-    def _write_keys(self, cur: Any, keys: list[NewKey]) -> None:
-        """The rows of the data keys made for appends being written, in their transaction."""
-        if keys and self.cipher is not None:
-            self.cipher.write(cur, keys)
 
     def _insert(
         self,

@@ -27,6 +27,7 @@ from ledger.core.errors import ConcurrencyError
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import _meta, decode, encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
+from ledger.core.sealed import NewKey
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StreamState
@@ -37,7 +38,7 @@ from ledger.core.storage.tree import EMPTY, Tree
 from ledger.core.tlog import merkle
 
 if TYPE_CHECKING:
-    from ledger.core.data_keys import DataKeys, NewKey
+    from ledger.core.data_keys import DataKeys
 
 
 # The read models' catch-up probes are single SQL statements over ``events`` (position, type): the side tables
