@@ -6,8 +6,12 @@ and snapshots are written; the word is found in the database (the control); then
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 
 from ledger.audit.checkpoints import Source
@@ -172,3 +176,39 @@ def test_a_key_destroyed_by_another_process_is_not_used_from_its_cache(make_ledg
         isinstance(r.event, MemorySearched) and r.event.query == "invoices"
         for r in here.store.iter_events(stream=f"session:{sid}")
     )
+
+
+def table_file(ledger: Ledger, table: str) -> bytes:
+    """The bytes of ``table``'s file on the PostgreSQL server, after a checkpoint wrote its pages (superuser)."""
+    with ledger.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("CHECKPOINT")
+        path = conn.exec_driver_sql("SELECT pg_relation_filepath(%s)", (table,)).scalar_one()
+        return bytes(conn.exec_driver_sql("SELECT pg_read_binary_file(%s)", (path,)).scalar_one())
+
+
+@pytest.fixture
+def own_database(pg_server: str) -> Iterator[str]:
+    """A database of its own on the PostgreSQL server, dropped afterwards: VACUUM removes a deleted row only once
+    no transaction of the same database could still see it, and the shared test database has other sessions'."""
+    name = "t_erase_" + secrets.token_hex(6)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_server)
+    yield urlunsplit(parts._replace(path="/" + name))
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_destroyed_keys_bytes_leave_the_postgresql_table_file(make_ledger: LedgerFactory, own_database: str) -> None:
+    """Destroying a key on PostgreSQL is a DELETE and a plain VACUUM of ``data_keys`` (bounded: no VACUUM FULL),
+    which compacts the key's page over its row: its wrapped bytes are in no page of the table's file. (The row last
+    written on its page would leave them in the page's free space until a row is written there, and a transaction
+    open in the database during the erasure keeps the row until a later vacuum: documented.)"""
+    ledger = make_ledger(own_database)
+    victim = ledger.remember(ALICE, f"The customer {WORD} pays late.").block_id
+    ledger.remember(ALICE, "A later block: its key is written after the victim's.")
+    with ledger.store.engine.connect() as conn:
+        [(wrapped,)] = conn.exec_driver_sql("SELECT wrapped FROM data_keys WHERE subject = %s", (f"block:{victim}",))
+    assert bytes(wrapped) in table_file(ledger, "data_keys")  # the control
+    ledger.erase_block(OPERATOR, victim, "erasure request #17")
+    assert bytes(wrapped) not in table_file(ledger, "data_keys")
