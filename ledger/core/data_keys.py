@@ -182,7 +182,7 @@ class DataKeys:
                     del self._by_subject[str(stream)]
                 self._erasures = max(self._erasures, int(position))
 
-    def _key(self, kid: str) -> Any | None:
+    def _key(self, subject: str, kid: str) -> Any | None:
         with self._lock:
             if kid in self._gone:
                 return None
@@ -191,13 +191,13 @@ class DataKeys:
             return aead
         with translate_errors(self.dialect), self.engine.connect() as conn:
             row = conn.exec_driver_sql(
-                self._sql("SELECT subject, wrapped FROM data_keys WHERE kid = ?"), (kid,)
+                self._sql("SELECT wrapped FROM data_keys WHERE subject = ? AND kid = ?"), (subject, kid)
             ).fetchone()
         with self._lock:
             if row is None:
                 self._gone.add(kid)
                 return None
-            aead = self._by_kid[kid] = self._unwrap(str(row[0]), kid, bytes(row[1]))
+            aead = self._by_kid[kid] = self._unwrap(subject, kid, bytes(row[0]))
         return aead
 
     def key_ids(self, subject: str) -> list[str]:
@@ -301,7 +301,7 @@ class DataKeys:
         for name, value in list(payload.items()):
             if not is_sealed(value):
                 continue
-            aead = self._key(str(value["kid"]))
+            aead = self._key(stream, str(value["kid"]))
             if aead is None:
                 erased.append(name)
                 continue

@@ -17,7 +17,7 @@ from projections.search import schema as search_schema
 PINNED = {
     1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437",
     # 2: the data keys' table (issue 26), and the SQLite search index's rowids the positions of their blocks
-    2: "f11b0adb0efc3828878d8fd94925cbd005fede44ba811f5ff4632b5752f48e10",
+    2: "19a77d472af8495b72ae0d058ba33124528c8b04b50f465e0238cb590002b23d",
 }
 
 

@@ -163,15 +163,15 @@ _TLOG_TABLES = {
 # ``data_keys``: the data keys of free text (ledger.core.data_keys), each wrapped under the key-encryption key; a
 # key's row is written in the transaction of the first event sealed under it, and deleted to erase (schema 2).
 DATA_KEYS_DDL = {
+    # One b-tree on SQLite (WITHOUT ROWID), one index on PostgreSQL: a key is found by its subject (the stream a
+    # sealed field is read from) and its id, and an append writes one more entry in its commit, not three.
     "sqlite": [
-        "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
-        "wrapped BLOB NOT NULL, created_at TEXT NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)",
+        "CREATE TABLE IF NOT EXISTS data_keys (subject TEXT NOT NULL, kid TEXT NOT NULL, wrapped BLOB NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (subject, kid)) WITHOUT ROWID",
     ],
     "postgresql": [
-        "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
-        "wrapped BYTEA NOT NULL, created_at TEXT NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)",
+        "CREATE TABLE IF NOT EXISTS data_keys (subject TEXT NOT NULL, kid TEXT NOT NULL, wrapped BYTEA NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (subject, kid))",
     ],
 }
 
