@@ -242,9 +242,9 @@ STEP_NOTES = {
     "every segment (`optimize`, the one step that grows with the index) so the erased words leave it at once; the "
     "scrub checkpoints the WAL into the file and truncates it.",
     "PostgreSQL": "Destroying the key deletes its row, then a plain `VACUUM data_keys` frees it and compacts its "
-    "page (no `VACUUM FULL` rewriting the table; the vacuum still scans the table's two indexes, which grow with the "
-    "ledger); the scrub is a plain `VACUUM` of the search index, vectors and snapshots tables (a scan of each); the "
-    "index step deletes one row by its key.",
+    "page (no `VACUUM FULL` rewriting the table; the vacuum still scans the table's primary-key index, which grows "
+    "with the ledger); the scrub is a plain `VACUUM` of the search index, vectors and snapshots tables (a scan of "
+    "each); the index step deletes one row by its key.",
 }
 STEPS = ("destroy key", "index catch-up", "drop snapshots", "scrub")
 
