@@ -20,8 +20,9 @@ store); it is cached for later appends once that committed (:meth:`DataKeys.adop
 
 **Reads.** :meth:`DataKeys.open` decrypts a payload's fields; a field whose key was destroyed (erased) becomes an
 empty value of its kind (``[erased]`` for text, ``{}`` / ``[]``) and the record is marked unreadable, so folds still
-run and read models skip its text. Before each read of events the store calls :meth:`DataKeys.refresh`: the keys
-named by erasures committed since (in any process) are forgotten, never used again.
+run and read models skip its text. After each read of events, before decoding them, the store calls
+:meth:`DataKeys.refresh`: the keys named by erasures committed since (in any process) are forgotten, never used
+again.
 
 **Destroying a key** deletes its row (SQLite: the store's connections run with ``secure_delete``, so the cell is
 zeroed; the WAL is checkpointed and truncated by :meth:`DataKeys.scrub`), or on PostgreSQL deletes it and vacuums the
@@ -164,7 +165,8 @@ class DataKeys:
     def refresh(self, cur: Any) -> None:
         """Learn the erasures committed since the last look (by this process or another), with ``cur``: the keys
         they name are forgotten and never used again, even if this process had read them before. One index probe
-        (events by type and position) when there is none; the store's reads call it before each read of events."""
+        (events by type and position) when there is none; the store's reads call it after each read of events
+        that returned rows, before they are decoded."""
         sql = self._sql(
             "SELECT position, stream, data FROM events WHERE type IN (?, ?) AND position > ? ORDER BY position"
         )
