@@ -9,10 +9,14 @@ What is timed, in one run, on real SQLite files (WAL, ``synchronous=FULL``), BM2
   under per-subject data keys (:mod:`ledger.core.data_keys`) as every ledger now does, one whose key service seals
   nothing (``PlainKeys`` below, a benchmark-only stand-in: the same keyed block ids and read path, no data key
   made and no field encrypted). Calls alternate between the two ledgers in a rotating order, call by call.
+* **secure_delete's cost** (SQLite): the encrypting ledger's ``remember`` and ``search`` against a third ledger
+  alike but whose connections turn ``PRAGMA secure_delete`` off again (every ledger's connections have it on).
 * **erase_block** (``Ledger.erase_block``, as an administrator) on a ledger holding N encrypted blocks (100,000 by
   default), each erasure of a different block, with the time of each step of the shredding (the data key
-  destroyed, the search index caught up, the snapshots dropped, the file scrubbed: ``VACUUM`` with
-  ``secure_delete`` and the WAL truncated) measured around the ledger's own calls.
+  destroyed, the search index caught up, the snapshots dropped, the scrub: on SQLite the WAL checkpointed and
+  truncated, ``secure_delete`` having zeroed what was deleted; on PostgreSQL a ``VACUUM`` of the derived tables)
+  measured around the ledger's own calls; then, on SQLite, no file under the ledger's home may hold an erased
+  block's text (checked, or the run fails).
 
 The large ledger is built quickly, through the store rather than ``remember``: one ``MemoryRemembered`` appended
 per block stream (sealed by the store's key service as ``remember`` would), with ``synchronous=OFF`` while it is
@@ -71,7 +75,7 @@ class PlainKeys(DataKeys):
     """Benchmark only: a key service that seals nothing (no data key is made, no field encrypted), so a ledger
     built with it stores free text in the clear, as before issue 26, with everything else unchanged."""
 
-    def seal(self, stream: str, type_name: str, payload: dict[str, Any], fields: Any) -> bool:
+    def seal(self, stream: str, type_name: str, payload: dict[str, Any], fields: Any, *_: Any, **__: Any) -> bool:
         return False
 
 
@@ -99,8 +103,16 @@ class Backend:
         sep = "&" if "?" in self.pg_url else "?"
         return f"{self.pg_url}{sep}options={quote('-csearch_path=' + schema)}"
 
-    def open(self, name: str) -> Ledger:
+    def open(self, name: str, secure_delete: bool = True) -> Ledger:
         ledger, _ = initialise(Settings(home=self.tmp / name, database_url=self.url(name), semantic=False))
+        if not secure_delete and self.pg_url is None:
+            engine = ledger.store.engine
+
+            def off(dbapi_conn: Any, _record: Any) -> None:
+                dbapi_conn.execute("PRAGMA secure_delete=OFF")
+
+            engine.dispose()
+            event.listen(engine, "connect", off)
         return ledger
 
     def size_mb(self, ledger: Ledger, name: str) -> float:
@@ -139,6 +151,8 @@ def stored_text(ledger: Ledger, content: str) -> str:
 def remember_and_search(backend: Backend, seed: int, calls: int) -> dict[str, list[float]]:
     """Per-call seconds of remember and search on an encrypting ledger and a plain one, interleaved."""
     ledgers = {"encrypted": backend.open("enc"), "plain": backend.open("plain")}
+    if backend.pg_url is None:
+        ledgers["no secure_delete"] = backend.open("nosd", secure_delete=False)
     plain = ledgers["plain"]
     plain.store.cipher = PlainKeys(plain.store.engine, plain.kernel.key.secret)
     for ledger in ledgers.values():
@@ -165,7 +179,7 @@ def remember_and_search(backend: Backend, seed: int, calls: int) -> dict[str, li
         ops[f"remember {name}"] = [remember(name)]
         ops[f"search {name}"] = searches(name)
     keys = ledgers["encrypted"].kernel.keys
-    ops["new data key"] = [lambda: keys.key_for(f"block:bench-key-{next(counter)}")]
+    ops["new data key"] = [lambda: keys.make(f"block:bench-key-{next(counter)}")]
     print(f"timing {calls} calls per contender ...", file=sys.stderr)
     out = time_each(ops, calls, warmup=20)
     for ledger in ledgers.values():
@@ -196,11 +210,12 @@ def unsynced(ledger: Ledger) -> Iterator[None]:
         engine.dispose()
 
 
-def build_blocks(ledger: Ledger, n: int) -> list[str]:
-    """``n`` encrypted blocks appended through the store (one stream each), the index caught up; their ids."""
+def build_blocks(ledger: Ledger, n: int) -> dict[str, str]:
+    """``n`` encrypted blocks appended through the store (one stream each), the index caught up; their texts by
+    id."""
     rng = random.Random(11)
     meta = {"agent": WHO.agent, "source": WHO.source}
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     started = time.perf_counter()
     with unsynced(ledger):
         for i in range(n):
@@ -212,7 +227,7 @@ def build_blocks(ledger: Ledger, n: int) -> list[str]:
                 [MemoryRemembered(block_id=block_id, content=content, tags=["bench"], session_id=None)],
                 meta,
             )
-            ids.append(block_id)
+            ids[block_id] = content
             if i % 10_000 == 9_999:
                 print(f"  {i + 1:,} blocks, {time.perf_counter() - started:.0f} s", file=sys.stderr)
         ledger.index.catch_up()
@@ -221,15 +236,17 @@ def build_blocks(ledger: Ledger, n: int) -> list[str]:
 
 
 STEP_NOTES = {
-    "SQLite": "The two large steps grow with the ledger, not with what is erased: the scrub rewrites the whole "
-    "database file (`VACUUM` with `secure_delete`, then the WAL truncated), and the index step deletes the block "
-    "from FTS5 by scanning its rows (`block_id` is not indexed there), then merges every segment (`optimize`) so "
-    "the erased words leave the index at once.",
-    "PostgreSQL": "Destroying the key deletes its row and rewrites the whole `data_keys` table (`VACUUM FULL`: one "
-    "row per block, so it grows with the ledger); the scrub is a plain `VACUUM` of the search index, vectors and "
-    "snapshots tables (a scan of each); the index step deletes one row by its key.",
+    "SQLite": "Every connection has `secure_delete` on, so what an erasure deletes (the key's row, the block's "
+    "FTS5 row, the pages a merge frees, the snapshots) is zeroed as it goes and no `VACUUM` of the file is needed; "
+    "the index step deletes the block's FTS5 row by its rowid (the position of its `MemoryRemembered`), then merges "
+    "every segment (`optimize`, the one step that grows with the index) so the erased words leave it at once; the "
+    "scrub checkpoints the WAL into the file and truncates it.",
+    "PostgreSQL": "Destroying the key deletes its row, then a plain `VACUUM data_keys` frees it and compacts its "
+    "page (no `VACUUM FULL` rewriting the table; the vacuum still scans the table's primary-key index, which grows "
+    "with the ledger); the scrub is a plain `VACUUM` of the search index, vectors and snapshots tables (a scan of "
+    "each); the index step deletes one row by its key.",
 }
-STEPS = ("destroy key", "index catch-up", "drop snapshots", "scrub (VACUUM)")
+STEPS = ("destroy key", "index catch-up", "drop snapshots", "scrub")
 
 
 def timed_erasures(ledger: Ledger, block_ids: list[str]) -> tuple[list[float], dict[str, list[float]]]:
@@ -241,7 +258,7 @@ def timed_erasures(ledger: Ledger, block_ids: list[str]) -> tuple[list[float], d
         (kernel.keys, "destroy", "destroy key"),
         (kernel.index, "catch_up", "index catch-up"),
         (kernel.snapshots, "drop", "drop snapshots"),
-        (kernel.keys, "scrub", "scrub (VACUUM)"),
+        (kernel.keys, "scrub", "scrub"),
     )
     for obj, attr, label in targets:
         original = getattr(obj, attr)
@@ -269,16 +286,27 @@ def timed_erasures(ledger: Ledger, block_ids: list[str]) -> tuple[list[float], d
     return totals, steps
 
 
+def leaked(home: Path, texts: list[str]) -> list[bool]:
+    """For each text, whether a file under ``home`` holds it (its UTF-8 bytes, as FTS5's content table does)."""
+    blobs = [f.read_bytes() for f in home.rglob("*") if f.is_file()]
+    return [any(t.encode() in b for b in blobs) for t in texts]
+
+
 def erasure_at(backend: Backend, n: int, erasures: int) -> dict[str, Any]:
     ledger = backend.open(f"big{n}")
-    ids = build_blocks(ledger, n)
+    texts = build_blocks(ledger, n)
     ledger.search(WHO, ledger.clock_in(WHO, role="dev").session_id, "ledger chain", limit=SEARCH_LIMIT)
     size_mb = backend.size_mb(ledger, f"big{n}")
-    picks = random.Random(3).sample(ids, erasures)
+    picks = random.Random(3).sample(sorted(texts), erasures)
+    if backend.pg_url is None:
+        assert all(leaked(backend.tmp / f"big{n}", [texts[picks[0]]])), "the control: the text is in the file"
     totals, steps = timed_erasures(ledger, picks)
     gone = ledger.store.load_stream(memory.stream_for(picks[0]))
     assert any(type(r.event).__name__ == "MemoryErased" for r in gone.events)
     ledger.store.dispose()
+    if backend.pg_url is None:
+        found = leaked(backend.tmp / f"big{n}", [texts[p] for p in picks])
+        assert not any(found), f"an erased block's text is still in a file under the ledger's home: {found}"
     return {"n": n, "size_mb": size_mb, "totals": totals, "steps": steps}
 
 
@@ -305,11 +333,24 @@ def result_rows(run: dict[str, Any]) -> tuple[list[tuple[Any, ...]], list[tuple[
             speed = f"{ratio:.2f}× plain" if name == "encrypted" else "—"
             verdict = ("met" if ratio >= RATIO_TARGET else "**missed**") if name == "encrypted" else ""
             rows.append((db, f"`{op}`, {name}", fmt_ms_fine(median(s)), fmt_ms_fine(percentile(s, 95)), speed, verdict))
+        if f"{op} no secure_delete" in per_call:
+            s = per_call[f"{op} no secure_delete"]
+            cost = median(s) / median(per_call[f"{op} encrypted"])
+            rows.append(
+                (
+                    db,
+                    f"`{op}`, encrypted, `secure_delete` off",
+                    fmt_ms_fine(median(s)),
+                    fmt_ms_fine(percentile(s, 95)),
+                    f"on runs at {cost:.2f}× off",
+                    "",
+                )
+            )
     key = per_call["new data key"]
     rows.append(
         (
             db,
-            "a new block's data key alone (`key_for`)",
+            "a new block's data key alone (`DataKeys.make`: made and wrapped; its row rides the append)",
             fmt_ms_fine(median(key)),
             fmt_ms_fine(percentile(key, 95)),
             "",
@@ -339,11 +380,21 @@ def where_time_goes(run: dict[str, Any]) -> list[str]:
     enc, plain = median(per_call["remember encrypted"]), median(per_call["remember plain"])
     key = median(per_call["new data key"])
     out = [
-        f"* **{db}, `remember`**: encrypted minus plain is {(enc - plain) * 1e3:+.2f} ms at p50; making the new "
-        f"block's data key alone takes {fmt_ms_fine(key)} (`DataKeys.key_for`: every block is its own subject, so each "
-        "remember creates, wraps and inserts a key in a transaction of its own, committed before the event's; "
-        "AES-GCM on the text itself is a few microseconds)."
+        f"* **{db}, `remember`**: encrypted minus plain is {(enc - plain) * 1e3:+.2f} ms at p50; making and "
+        f"wrapping the new block's data key takes {fmt_ms_fine(key)} (`DataKeys.make`), and its row is inserted in "
+        "the append's own transaction (group commit), so no commit of its own; AES-GCM on the text itself is a few "
+        "microseconds."
     ]
+    if "remember no secure_delete" in per_call:
+        on = {op: median(per_call[f"{op} encrypted"]) for op in ("remember", "search")}
+        off = {op: median(per_call[f"{op} no secure_delete"]) for op in ("remember", "search")}
+        out.append(
+            f"* **{db}, `secure_delete`**: on (as every ledger now runs) against off, `remember` "
+            f"{(on['remember'] - off['remember']) * 1e3:+.2f} ms at p50 ({off['remember'] / on['remember']:.2f}×), "
+            f"`search` {(on['search'] - off['search']) * 1e3:+.2f} ms ({off['search'] / on['search']:.2f}×): appends "
+            "delete nothing; what it zeroes is the space of rows updated or deleted (the index's checkpoint, "
+            "snapshots)."
+        )
     if run["big"]:
         b = run["big"][-1]
         total = median(b["totals"])

@@ -5,8 +5,8 @@ purged.
 The ciphertext the chain and the tree hash stays and verifies but can no longer be read
 (:meth:`ledger.core.data_keys.DataKeys.destroy`). Derived copies purged: the search index's rows (FTS5 segments
 merged), the embedding vectors (overwritten), every projection snapshot (read models fold again from the log, where
-the text now reads as erased), and on SQLite the free pages (``VACUUM`` with ``secure_delete``, then the WAL
-truncated).
+the text now reads as erased); on SQLite every delete zeroed what it removed (``secure_delete`` on every connection)
+and the WAL is checkpointed and truncated.
 
 A block or session written before encryption keeps its text in the log's bytes: the result says so
 (``plaintext_in_log`` / ``plaintext_events``) and the documented way out is a signed migration to a new, encrypted
@@ -111,7 +111,8 @@ class ErasureCommands:
         )
 
     def _shred(self, subject: str) -> None:
-        """Destroy the subject's keys, then purge every derived copy and scrub the database's free space."""
+        """Destroy the subject's keys, then purge every derived copy and scrub the WAL (SQLite) or vacuum the derived
+        tables (PostgreSQL)."""
         self.kernel.keys.destroy(subject)
         self.kernel.index.catch_up()  # the index drops the block's rows (FTS5 segments merged)
         if self.kernel.index.semantic is not None:

@@ -11,17 +11,22 @@ could look like that) is never read as ciphertext. The associated data binds a c
 
 **Subjects and keys.** The subject is the stream the event is appended to: ``block:<id>`` for a block's content and
 context, ``session:<id>`` for a session's queries, focus and proofs, ``task:<id>`` for a task's notes and DNA. Each
-subject has a random 256-bit data key in the ``data_keys`` table (outside ``events``), wrapped with AES-256-GCM
-under the key-encryption key (associated data: subject and key id). The KEK is derived with HKDF-SHA256 from the
-receipt key's secret, so it lives in the receipt key file beside the signing key and never in the database.
+subject has a random 256-bit data key in the ``data_keys`` table (outside ``events``, created with the schema:
+version 2), wrapped with AES-256-GCM under the key-encryption key (associated data: subject and key id). The KEK is
+derived with HKDF-SHA256 from the receipt key's secret, so it lives in the receipt key file beside the signing key
+and never in the database. A subject's first key is made for the append that first needs it (:meth:`DataKeys.seal`
+adds it to the append's list) and its row is written in that append's transaction (:meth:`DataKeys.write`, by the
+store); it is cached for later appends once that committed (:meth:`DataKeys.adopt`).
 
 **Reads.** :meth:`DataKeys.open` decrypts a payload's fields; a field whose key was destroyed (erased) becomes an
 empty value of its kind (``[erased]`` for text, ``{}`` / ``[]``) and the record is marked unreadable, so folds still
-run and read models skip its text.
+run and read models skip its text. After each read of events, before decoding them, the store calls
+:meth:`DataKeys.refresh`: the keys named by erasures committed since (in any process) are forgotten, never used
+again.
 
-**Destroying a key** deletes its row with SQLite's ``secure_delete`` on and checkpoints the WAL (``TRUNCATE``), or
-on PostgreSQL deletes it and vacuums the table; a process that read the key before keeps its cached copy in memory
-until it sees the erasure (documented limit; backups and PostgreSQL pages not yet reused are others).
+**Destroying a key** deletes its row (SQLite: the store's connections run with ``secure_delete``, so the cell is
+zeroed; the WAL is checkpointed and truncated by :meth:`DataKeys.scrub`), or on PostgreSQL deletes it and vacuums the
+table (what stays possible: docs/DESIGN_NOTES.md, "Free text encrypted, and erasure").
 """
 
 from __future__ import annotations
@@ -32,19 +37,17 @@ import hmac
 import json
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 
 from ledger.core.canonical import canonical_json, format_ts
 from ledger.core.clock import now
-from ledger.core.errors import LedgerError
-from ledger.core.sealed import ERASED_TEXT, VERSION, is_sealed
+from ledger.core.sealed import ERASED_TEXT, VERSION, NewKey, is_sealed
 from ledger.core.storage.driver_errors import translate_errors
 
-__all__ = ["ERASED_TEXT", "VERSION", "DataKeys", "derive", "is_sealed", "keyed_id"]
+__all__ = ["ERASED_TEXT", "VERSION", "DataKeys", "NewKey", "derive", "is_sealed", "keyed_id"]
 
 KEK_INFO = b"compliance-ledger data-key KEK v1"
 BLOCK_ID_INFO = b"compliance-ledger block id v1"
@@ -68,18 +71,15 @@ def _ad(stream: str, type_name: str, field: str) -> bytes:
     return f"clr-data-{VERSION}|{stream}|{type_name}|{stream}|{field}".encode()
 
 
-_DDL = {
-    "sqlite": "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
-    "wrapped BLOB NOT NULL, created_at TEXT NOT NULL)",
-    "postgresql": "CREATE TABLE IF NOT EXISTS data_keys (kid TEXT PRIMARY KEY, subject TEXT NOT NULL, "
-    "wrapped BYTEA NOT NULL, created_at TEXT NOT NULL)",
-}
-_INDEX = "CREATE INDEX IF NOT EXISTS ix_data_keys_subject ON data_keys (subject)"
+_ERASURES = ("MemoryErased", "SessionErased")
+"""The events that destroy data keys (their ``key_ids``): what another process's erasures are learnt from."""
+_INSERT = "INSERT INTO data_keys (kid, subject, wrapped, created_at) VALUES (?, ?, ?, ?)"
 
 
 class DataKeys:
-    """The one key service: data keys by subject (created on first use), encryption of an event's free fields on
-    append, decryption on read, and the destruction of a subject's keys."""
+    """The one key service: data keys by subject (made for the first append that needs one, their row written in
+    that append's transaction), encryption of an event's free fields on append, decryption on read, and the
+    destruction of a subject's keys."""
 
     def __init__(self, engine: Engine, receipt_secret: bytes) -> None:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -92,43 +92,12 @@ class DataKeys:
         self._by_subject: dict[str, tuple[str, Any]] = {}  # subject -> (kid, AESGCM) used to encrypt
         self._by_kid: dict[str, Any] = {}  # kid -> AESGCM
         self._gone: set[str] = set()  # kids known destroyed (a committed event names only committed keys)
-        self._ready = False
+        self._erasures = 0  # the position of the last erasure event read (see :meth:`refresh`)
 
     # --- the table ----------------------------------------------------------------------------------------
 
     def _sql(self, text: str) -> str:
         return text.replace("?", "%s") if self.dialect == "postgresql" else text
-
-    def _exists(self, conn: Any) -> bool:
-        if self.dialect == "sqlite":
-            found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'data_keys'"
-            return conn.exec_driver_sql(found).first() is not None
-        return conn.exec_driver_sql("SELECT to_regclass('data_keys')").scalar() is not None
-
-    def readable(self) -> bool:
-        """Whether the table exists (a ledger that never encrypted has none; reads need no DDL, and a read-only
-        role could not make it)."""
-        if not self._ready:
-            with translate_errors(self.dialect), self.engine.connect() as conn:
-                self._ready = self._exists(conn)
-        return self._ready
-
-    def ensure_table(self) -> None:
-        """Create the table on the first write that needs it (an existing one is only looked at)."""
-        if self.readable():
-            return
-        for attempt in range(3):
-            try:
-                with translate_errors(self.dialect), self.engine.begin() as conn:
-                    conn.exec_driver_sql(_DDL[self.dialect])
-                    conn.exec_driver_sql(_INDEX)
-                break
-            except (DBAPIError, LedgerError):  # PostgreSQL: another process may have created it at the same moment
-                if self.readable():
-                    return
-                if attempt == 2:
-                    raise
-        self._ready = True
 
     def _unwrap(self, subject: str, kid: str, wrapped: bytes) -> Any:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -136,60 +105,105 @@ class DataKeys:
         raw = self._kek.decrypt(bytes(wrapped[:_NONCE]), bytes(wrapped[_NONCE:]), f"{subject}|{kid}".encode())
         return AESGCM(raw)
 
-    def key_for(self, subject: str) -> tuple[str, Any]:
-        """The key that encrypts ``subject``'s text now: its newest, created (and committed) when it has none."""
+    def make(self, subject: str) -> NewKey:
+        """A new random data key for ``subject``, wrapped under the KEK; nothing is written."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        kid, raw = secrets.token_hex(16), AESGCM.generate_key(bit_length=256)
+        nonce = secrets.token_bytes(_NONCE)
+        wrapped = nonce + self._kek.encrypt(nonce, raw, f"{subject}|{kid}".encode())
+        return NewKey(kid, subject, wrapped, format_ts(now()), AESGCM(raw))
+
+    def write(self, cur: Any, keys: Sequence[NewKey]) -> None:
+        """Insert ``keys``' rows with ``cur``, inside the transaction that appends the events sealed under them:
+        an append that fails or rolls back leaves no key behind, and no committed event names a key not stored."""
+        if keys:
+            cur.executemany(self._sql(_INSERT), [k.row for k in keys])
+
+    def adopt(self, keys: Sequence[NewKey]) -> None:
+        """``keys`` were committed with their append: later appends of their subjects encrypt under them."""
+        with self._lock:
+            for k in keys:
+                self._by_subject[k.subject] = (k.kid, k.aead)
+                self._by_kid[k.kid] = k.aead
+
+    def key_for(self, subject: str, made: list[NewKey] | None = None, *, fresh: bool = False) -> tuple[str, Any]:
+        """The key that encrypts ``subject``'s text now: its newest stored one, else one made now and added to
+        ``made`` for the caller's append to write (``made`` is None: written and committed here, on its own).
+        ``fresh``: the subject's stream is new (an append at version 0), so no stored key is looked for."""
         with self._lock:
             found = self._by_subject.get(subject)
         if found is not None:
             return found
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        self.ensure_table()
-        with translate_errors(self.dialect), self.engine.begin() as conn:
-            row = conn.exec_driver_sql(
-                self._sql("SELECT kid, wrapped FROM data_keys WHERE subject = ? ORDER BY created_at DESC, kid LIMIT 1"),
-                (subject,),
-            ).fetchone()
+        for k in made or ():
+            if k.subject == subject:
+                return k.kid, k.aead
+        if not fresh:
+            with translate_errors(self.dialect), self.engine.connect() as conn:
+                row = conn.exec_driver_sql(
+                    self._sql(
+                        "SELECT kid, wrapped FROM data_keys WHERE subject = ? ORDER BY created_at DESC, kid LIMIT 1"
+                    ),
+                    (subject,),
+                ).fetchone()
             if row is not None:
                 kid, aead = str(row[0]), self._unwrap(subject, str(row[0]), bytes(row[1]))
-            else:
-                kid, raw = secrets.token_hex(16), AESGCM.generate_key(bit_length=256)
-                nonce = secrets.token_bytes(_NONCE)
-                wrapped = nonce + self._kek.encrypt(nonce, raw, f"{subject}|{kid}".encode())
-                conn.exec_driver_sql(
-                    self._sql("INSERT INTO data_keys (kid, subject, wrapped, created_at) VALUES (?, ?, ?, ?)"),
-                    (kid, subject, wrapped, format_ts(now())),
-                )
-                aead = AESGCM(raw)
-        with self._lock:
-            self._by_subject[subject] = (kid, aead)
-            self._by_kid[kid] = aead
-        return kid, aead
+                with self._lock:
+                    if kid not in self._gone:
+                        self._by_subject[subject] = (kid, aead)
+                        self._by_kid[kid] = aead
+                        return kid, aead
+        key = self.make(subject)
+        if made is not None:
+            made.append(key)
+            return key.kid, key.aead
+        with translate_errors(self.dialect), self.engine.begin() as conn:
+            conn.exec_driver_sql(self._sql(_INSERT), key.row)
+        self.adopt([key])
+        return key.kid, key.aead
 
-    def _key(self, kid: str) -> Any | None:
+    def refresh(self, cur: Any) -> None:
+        """Learn the erasures committed since the last look (by this process or another), with ``cur``: the keys
+        they name are forgotten and never used again, even if this process had read them before. One index probe
+        (events by type and position) when there is none; the store's reads call it after each read of events
+        that returned rows, before they are decoded."""
+        sql = self._sql(
+            "SELECT position, stream, data FROM events WHERE type IN (?, ?) AND position > ? ORDER BY position"
+        )
+        cur.execute(sql, (*_ERASURES, self._erasures))
+        rows = cur.fetchall()
+        if not rows:
+            return
+        with self._lock:
+            for position, stream, data in rows:
+                for kid in json.loads(data).get("key_ids") or ():
+                    self._gone.add(str(kid))
+                    self._by_kid.pop(str(kid), None)
+                found = self._by_subject.get(str(stream))
+                if found is not None and found[0] in self._gone:
+                    del self._by_subject[str(stream)]
+                self._erasures = max(self._erasures, int(position))
+
+    def _key(self, subject: str, kid: str) -> Any | None:
         with self._lock:
             if kid in self._gone:
                 return None
             aead = self._by_kid.get(kid)
         if aead is not None:
             return aead
-        if not self.readable():
-            return None
         with translate_errors(self.dialect), self.engine.connect() as conn:
             row = conn.exec_driver_sql(
-                self._sql("SELECT subject, wrapped FROM data_keys WHERE kid = ?"), (kid,)
+                self._sql("SELECT wrapped FROM data_keys WHERE subject = ? AND kid = ?"), (subject, kid)
             ).fetchone()
         with self._lock:
             if row is None:
                 self._gone.add(kid)
                 return None
-            aead = self._by_kid[kid] = self._unwrap(str(row[0]), kid, bytes(row[1]))
+            aead = self._by_kid[kid] = self._unwrap(subject, kid, bytes(row[0]))
         return aead
 
     def key_ids(self, subject: str) -> list[str]:
         """The ids of ``subject``'s data keys (none when its text was never encrypted or is erased)."""
-        if not self.readable():
-            return []
         with translate_errors(self.dialect), self.engine.connect() as conn:
             rows = conn.exec_driver_sql(
                 self._sql("SELECT kid FROM data_keys WHERE subject = ? ORDER BY kid"), (subject,)
@@ -199,8 +213,6 @@ class DataKeys:
     def destroy(self, subject: str) -> list[str]:
         """Delete every data key of ``subject`` so that no copy stays in the database files; returns their ids."""
         kids = self.key_ids(subject)
-        if not self.readable():
-            return kids
         with self._lock:
             self._by_subject.pop(subject, None)
             for kid in kids:
@@ -215,23 +227,28 @@ class DataKeys:
             raw = self.engine.raw_connection()
             try:
                 cur = raw.cursor()
-                cur.execute("PRAGMA secure_delete=ON")
+                cur.execute("PRAGMA secure_delete=ON")  # the store's connections have it on; said here too
+                cur.execute("BEGIN IMMEDIATE")
                 cur.execute("DELETE FROM data_keys WHERE subject = ?", (subject,))
                 raw.commit()
-                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 cur.close()
             finally:
                 raw.close()
         else:
             with self.engine.begin() as conn:
                 conn.exec_driver_sql("DELETE FROM data_keys WHERE subject = %s", (subject,))
+            # A plain VACUUM (not FULL: no rewrite of the table) frees the dead row and compacts its page: the
+            # rows after it on the page are moved over its bytes; the row last written on its page leaves them in
+            # the page's free space until a row is written there (checked on PostgreSQL 15 by reading the table's
+            # file). With INDEX_CLEANUP OFF nothing was compacted, every key's bytes stayed: the indexes are scanned.
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("VACUUM FULL data_keys")
+                conn.exec_driver_sql("VACUUM data_keys")
 
     def scrub(self, tables: tuple[str, ...] = ("memory_index", "memory_vectors", "projection_snapshots")) -> None:
-        """After an erasure purged derived rows: SQLite rewrites the file without its free pages (``VACUUM`` with
-        ``secure_delete``) and truncates the WAL; PostgreSQL vacuums the derived tables (a page not yet reused, the
-        WAL and backups may still hold old bytes: documented)."""
+        """After an erasure purged derived rows. SQLite: every connection has ``secure_delete`` on, so the deleted
+        rows and the pages freed were zeroed as they went; the WAL, which still holds the pages as they were, is
+        checkpointed into the file and truncated. PostgreSQL: the derived tables are vacuumed (a page not yet
+        reused, the WAL and backups may still hold old bytes: documented)."""
         with translate_errors(self.dialect):
             self._scrub(tables)
 
@@ -240,8 +257,6 @@ class DataKeys:
             raw = self.engine.raw_connection()
             try:
                 cur = raw.cursor()
-                cur.execute("PRAGMA secure_delete=ON")
-                cur.execute("VACUUM")
                 cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 cur.close()
             finally:
@@ -254,8 +269,18 @@ class DataKeys:
 
     # --- fields -------------------------------------------------------------------------------------------
 
-    def seal(self, stream: str, type_name: str, payload: dict[str, Any], fields: Iterable[str]) -> bool:
-        """Encrypt ``payload``'s ``fields`` in place (those that hold something); whether any was."""
+    def seal(
+        self,
+        stream: str,
+        type_name: str,
+        payload: dict[str, Any],
+        fields: Iterable[str],
+        made: list[NewKey] | None = None,
+        *,
+        fresh: bool = False,
+    ) -> bool:
+        """Encrypt ``payload``'s ``fields`` in place (those that hold something); whether any was. A key made for
+        it is added to ``made`` (see :meth:`key_for`)."""
         sealed = False
         aead: Any = None
         kid = ""
@@ -264,7 +289,7 @@ class DataKeys:
             if value is None or value in ("", {}, []):
                 continue
             if aead is None:
-                kid, aead = self.key_for(stream)
+                kid, aead = self.key_for(stream, made, fresh=fresh)
             nonce = secrets.token_bytes(_NONCE)
             ct = aead.encrypt(nonce, canonical_json(value).encode("utf-8"), _ad(stream, type_name, name))
             payload[name] = {"enc": VERSION, "kid": kid, "ct": base64.b64encode(nonce + ct).decode("ascii")}
@@ -278,7 +303,7 @@ class DataKeys:
         for name, value in list(payload.items()):
             if not is_sealed(value):
                 continue
-            aead = self._key(str(value["kid"]))
+            aead = self._key(stream, str(value["kid"]))
             if aead is None:
                 erased.append(name)
                 continue

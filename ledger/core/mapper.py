@@ -17,6 +17,7 @@ from ledger.core.text import require_clean
 
 if TYPE_CHECKING:
     from ledger.core.data_keys import DataKeys
+    from ledger.core.sealed import NewKey
 
 
 def encode(event: DomainEvent) -> tuple[str, int, str]:
@@ -27,10 +28,17 @@ def encode(event: DomainEvent) -> tuple[str, int, str]:
 
 
 def encode_all(
-    events: Sequence[DomainEvent], stream: str, cipher: DataKeys | None
+    events: Sequence[DomainEvent],
+    stream: str,
+    cipher: DataKeys | None,
+    made: list[NewKey] | None = None,
+    *,
+    fresh: bool = False,
 ) -> tuple[list[tuple[str, int, str]], bool]:
     """:func:`encode` for each event of an append to ``stream``, its free text encrypted under the stream's data key
-    when there is a key service (:mod:`ledger.core.data_keys`); also whether anything was (the metadata says so)."""
+    when there is a key service (:mod:`ledger.core.data_keys`); also whether anything was (the metadata says so). A
+    data key made for the append is added to ``made``, for the append to write in its transaction; ``fresh``: the
+    stream is new (appended at version 0), so it has no key yet."""
     if cipher is None:
         return [encode(e) for e in events], False
     encoded: list[tuple[str, int, str]] = []
@@ -42,7 +50,7 @@ def encode_all(
             continue
         payload = to_payload(event)
         _storable(canonical_json(payload), payload, event.type_name)  # the clean-text backstop, on the clear text
-        sealed = cipher.seal(stream, event.type_name, payload, free) or sealed
+        sealed = cipher.seal(stream, event.type_name, payload, free, made, fresh=fresh) or sealed
         encoded.append((event.type_name, event.schema_version, canonical_json(payload)))
     return encoded, sealed
 

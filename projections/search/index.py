@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # numpy is only there with the [semantic] extra
 log = logging.getLogger(__name__)
 
 OPTIMIZE_AFTER_REMOVALS = 1000
+BY_ROWID_AT_MOST = 50  # removals of at most this many blocks delete FTS5 rows by rowid; more, by a scan
 _INDEXED = [t.type_name for t in (MemoryRemembered, MemoryCurated, MemorySuperseded, MemoryForgotten, MemoryArchived)]
 _INDEXED += [MemoryErased.type_name, MemoryRestored.type_name]
 _PENDING = (
@@ -225,7 +226,7 @@ class SearchIndex:
         if isinstance(event, MemoryRemembered):
             if recorded.meta.get("erased"):
                 return 0  # its text can no longer be read (erased): nothing to index
-            self._insert(cur, event, origin_of(rec.position, recorded.meta, event))
+            self._insert(cur, event, origin_of(rec.position, recorded.meta, event), rec.position)
             return 1
         if isinstance(event, MemoryCurated) and event.archived:
             self._remove(cur, event.archived)
@@ -237,15 +238,15 @@ class SearchIndex:
             return 1
         return 0
 
-    def _remembered(self, block_id: str) -> tuple[MemoryRemembered, Origin]:
-        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, and
-        the block's provenance."""
+    def _remembered(self, block_id: str) -> tuple[MemoryRemembered, Origin, int]:
+        """The ``MemoryRemembered`` of ``block_id`` (the first event of its stream), its authenticator checked, the
+        block's provenance and that event's position."""
         record = self.store.record_of(f"block:{block_id}", 1)
         event = decode(record, self.store.cipher).event if record is not None else None
         if not isinstance(event, MemoryRemembered):
             raise ValueError(f"block {block_id} has no MemoryRemembered to restore its text from")
         assert record is not None
-        return event, origin_of(record.position, json.loads(record.meta_json), event)
+        return event, origin_of(record.position, json.loads(record.meta_json), event), record.position
 
     def _apply_or_skip(self, cur: Any, rec: StoredRecord) -> int:
         try:
@@ -301,15 +302,17 @@ class SearchIndex:
                 (CHECKPOINT, position),
             )
 
-    def _insert(self, cur: Any, event: MemoryRemembered, origin: Origin) -> None:
+    def _insert(self, cur: Any, event: MemoryRemembered, origin: Origin, position: int) -> None:
         """Index a block's text and tags, and keep its provenance beside them (not searchable: a context never
-        changes what a query finds)."""
+        changes what a query finds). On SQLite the row's rowid is ``position``, that of the block's
+        ``MemoryRemembered``: FTS5 cannot index ``block_id``, and the rowid finds one block's row by key."""
         tags_text = " ".join(t.replace("/", " ") for t in event.tags)
         tags_json = json.dumps(event.tags)
         if self.dialect == "sqlite":
             cur.execute(
-                "INSERT INTO memory_fts (block_id, content, tags, tags_json, provenance_json) VALUES (?, ?, ?, ?, ?)",
-                (event.block_id, event.content, tags_text, tags_json, provenance.to_json(origin)),
+                "INSERT INTO memory_fts (rowid, block_id, content, tags, tags_json, provenance_json) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (position, event.block_id, event.content, tags_text, tags_json, provenance.to_json(origin)),
             )
         else:
             cur.execute(
@@ -319,12 +322,17 @@ class SearchIndex:
             )
 
     def _remove(self, cur: Any, block_ids: Sequence[str], erased: bool = False) -> None:
-        """Delete archived blocks in one statement (FTS5 cannot index ``block_id``: one scan, not one per id); an
-        erased block's words must leave FTS5's segments too, so they are merged at once."""
+        """Delete blocks from the index. On SQLite a few are deleted by rowid (the position of each block's
+        ``MemoryRemembered``, one key lookup each), many in one statement (FTS5 cannot index ``block_id``: one scan,
+        not one per id); an erased block's words must leave FTS5's segments too, so they are merged at once (with
+        ``secure_delete`` on, the pages the merge frees are zeroed)."""
         if self.dialect == "sqlite":
-            cur.execute(
-                "DELETE FROM memory_fts WHERE block_id IN (SELECT value FROM json_each(?))", (json.dumps(block_ids),)
-            )
+            if len(block_ids) <= BY_ROWID_AT_MOST:
+                rowids = [r.position for b in block_ids if (r := self.store.record_of(f"block:{b}", 1)) is not None]
+                column, keys = "rowid", json.dumps(rowids)
+            else:
+                column, keys = "block_id", json.dumps(list(block_ids))
+            cur.execute(f"DELETE FROM memory_fts WHERE {column} IN (SELECT value FROM json_each(?))", (keys,))
             if erased or len(block_ids) >= OPTIMIZE_AFTER_REMOVALS:
                 # FTS5 keeps deleted rows' postings until segments merge; after a large archive, queries would
                 # keep paying for them (p99 12 ms on 546 live rows at 100k before, 0.4 ms after).

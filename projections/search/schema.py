@@ -19,11 +19,12 @@ SKIPS_DDL = """CREATE TABLE IF NOT EXISTS projection_skips (
     name TEXT NOT NULL, position BIGINT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (name, position))"""
 VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (name TEXT PRIMARY KEY, version TEXT NOT NULL)"
 VERSION = {
-    "sqlite": f"fts5 tokenize={TOKENIZE} provenance",
+    "sqlite": f"fts5 tokenize={TOKENIZE} provenance rowid=position",
     "postgresql": f"tsvector config={TS_CONFIG} provenance",
 }
 """What the index was built with: when it changes (a new tokenizer; each block's provenance kept beside its text,
-issue 23), opening the ledger rebuilds the index."""
+issue 23; on SQLite each row's rowid the position of its block's ``MemoryRemembered``, so one block's row is deleted
+by key, issue 26), opening the ledger rebuilds the index."""
 COMMON_DDL = {
     "sqlite": [
         "CREATE TABLE IF NOT EXISTS projection_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)",

@@ -16,7 +16,10 @@ import httpx
 import psycopg
 import pytest
 
+from api.bootstrap import initialise
+from api.settings import Settings
 from ledger.core.storage import APPEND_LOCK, make_engine, migration
+from ledger.service import Actor
 from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve, wait_until
 
 
@@ -163,3 +166,36 @@ def test_a_node_with_another_ledgers_key_file_is_refused_naming_it(tmp_path: Pat
     assert f"{kind} key {node / wrong} is " in said and "not this ledger's" in said
     assert ("receipt key" in said) == (kind == "receipt") and ("signing key /" in said) == (kind == "signing")
     assert {name: (node / name).read_bytes() for name in kept} == kept  # nothing rewritten
+
+
+def test_a_version_1_ledger_is_refused_by_serve_and_migrate_adds_the_data_keys(tmp_path: Path, db_url: str) -> None:
+    """Schema 2 (issue 26): the data keys' table comes with the schema, not with the first write, and the SQLite
+    search index is rebuilt with rowids that are its blocks' positions. A ledger of version 1 (no ``data_keys``,
+    the index of before) is refused by ``serve``, which names ``migrate``; ``migrate`` brings it up."""
+    (home,) = initialised(tmp_path, db_url, 1)
+    run_sql(db_url, "DROP TABLE data_keys")
+    run_sql(db_url, "UPDATE ledger_schema SET version = 1")
+    if db_url.startswith("sqlite"):
+        run_sql(db_url, "UPDATE projection_versions SET version = 'fts5 tokenize=porter unicode61 provenance'")
+    served = cli(home, db_url, "serve", "--port", "0")
+    said = " ".join(served.stderr.split())
+    assert served.returncode == 1, said
+    assert f"schema is at version 1 and lacks data_keys; this program needs version {migration.SCHEMA_VERSION}" in said
+    assert "run `compliance-ledger migrate` once" in said
+
+    run = cli(home, db_url, "migrate")
+    assert run.returncode == 0 and "migrated from version 1" in run.stdout, run.stderr
+    engine = make_engine(db_url)
+    assert migration.schema_state(engine).current
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM data_keys").scalar_one() == 0  # there, and empty
+        if db_url.startswith("sqlite"):
+            version = conn.exec_driver_sql("SELECT version FROM projection_versions").scalar_one()
+            assert version.endswith("rowid=position")
+    engine.dispose()
+    ledger, _ = initialise(Settings(home=home, database_url=db_url, semantic=False))
+    try:
+        block_id = ledger.remember(Actor("alice", "cli"), "The migrated ledger encrypts this.").block_id
+        assert ledger.kernel.keys.key_ids(f"block:{block_id}")
+    finally:
+        ledger.store.dispose()

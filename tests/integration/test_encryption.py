@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sqlalchemy as sa
 
 from ledger.core import data_keys
+from ledger.core.errors import ConcurrencyError
 from ledger.core.events import MemoryRemembered, MemorySearched, SessionStarted
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
@@ -95,3 +97,31 @@ def test_a_ciphertext_is_bound_to_its_stream(make_ledger: LedgerFactory, db_url:
     with ledger.kernel.store.engine.connect() as conn:
         wrapped = conn.execute(sa.text("SELECT wrapped FROM data_keys")).fetchall()
     assert wrapped and all(len(bytes(w[0])) == 12 + 32 + 16 for w in wrapped)
+
+
+def key_rows(ledger: Ledger) -> int:
+    with ledger.kernel.store.engine.connect() as conn:
+        return int(conn.exec_driver_sql("SELECT count(*) FROM data_keys").scalar_one())
+
+
+def test_a_new_key_is_written_with_its_append_and_a_failed_append_leaves_none(
+    make_ledger: LedgerFactory, db_url: str
+) -> None:
+    """The data key of a new subject is inserted in the transaction of the append sealed under it: an append
+    refused (its stream moved on) leaves no key row behind, and one that commits leaves exactly one."""
+    ledger = make_ledger(db_url)
+    store = ledger.kernel.store
+    before = key_rows(ledger)
+    event = MemoryRemembered(block_id="b1", content=f"{WORD} in a refused append", tags=[])
+    with pytest.raises(ConcurrencyError):
+        store.append("block:b1", 3, [event], {"agent": "alice"})  # the stream is at 0: refused, nothing written
+    assert key_rows(ledger) == before and ledger.kernel.keys.key_ids("block:b1") == []
+    [recorded] = store.append("block:b1", 0, [event], {"agent": "alice"})
+    assert recorded.meta.get("enc") == "v1"
+    [kid] = ledger.kernel.keys.key_ids("block:b1")
+    assert key_rows(ledger) == before + 1
+    # the stream's next append reuses the key it committed with (no second key, no read of the table needed)
+    store.append("block:b1", 1, [MemoryRemembered(block_id="b1", content="again", tags=[])], {"agent": "alice"})
+    assert ledger.kernel.keys.key_ids("block:b1") == [kid]
+    assert ledger.kernel.store.load_stream("block:b1").events[0].event == event
+    assert ledger.verify().ok

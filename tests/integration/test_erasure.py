@@ -6,13 +6,17 @@ and snapshots are written; the word is found in the database (the control); then
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 
 from ledger.audit.checkpoints import Source
 from ledger.core.errors import Erased, Forbidden
-from ledger.core.events import MemoryRemembered, MemorySearched, SessionStarted
+from ledger.core.events import MemoryRemembered, MemorySearched, SessionErased, SessionStarted
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
@@ -137,3 +141,74 @@ def test_erasing_a_block_written_before_encryption_says_what_stays(
     assert ledger.search(ALICE, sid, WORD).results == []
     assert ledger.verify().ok
     assert leaked(ledger, db_url, tmp_path, WORD)  # as the result says: the log's own bytes keep the text
+
+
+def test_a_key_destroyed_by_another_process_is_not_used_from_its_cache(make_ledger: LedgerFactory, db_url: str) -> None:
+    """Two stores on one database (as two processes are): one has read a block (its data key cached) when the
+    other erases it; its next read of the block returns no text, and it never encrypts under the erased key."""
+    here, there = make_ledger(db_url), make_ledger(db_url)
+    sid = here.clock_in(ALICE, "dev").session_id
+    content = f"The supplier {WORD} invoices monthly."
+    block_id = here.remember(ALICE, content, ["ops"], sid).block_id
+    stream = memory.stream_for(block_id)
+    first = there.store.load_stream(stream).events[0]
+    assert isinstance(first.event, MemoryRemembered) and first.event.content == content  # there: key cached
+    there.search(ALICE, sid, WORD)  # there: the session's key cached too
+
+    here.erase_block(OPERATOR, block_id, "erasure request #15")
+    here.erase_session(OPERATOR, sid, "erasure request #16")
+
+    again = there.store.load_stream(stream).events[0]
+    assert isinstance(again.event, MemoryRemembered) and WORD not in again.event.content.lower()
+    assert again.meta.get("erased") is True
+    with pytest.raises(Erased):
+        there.memory_block(block_id)
+    searched = [r.event for r in there.store.iter_events(stream=f"session:{sid}")]
+    assert all(WORD not in e.query for e in searched if isinstance(e, MemorySearched))
+    # a query appended there now is sealed under a new key of the session, readable, not under the erased one
+    there.search(ALICE, sid, "invoices")
+    kids = there.kernel.keys.key_ids(f"session:{sid}")
+    erasure = next(
+        r.event for r in here.store.iter_events(stream=f"session:{sid}") if isinstance(r.event, SessionErased)
+    )
+    assert isinstance(erasure, SessionErased) and len(kids) == 1 and kids[0] not in erasure.key_ids
+    assert any(
+        isinstance(r.event, MemorySearched) and r.event.query == "invoices"
+        for r in here.store.iter_events(stream=f"session:{sid}")
+    )
+
+
+def table_file(ledger: Ledger, table: str) -> bytes:
+    """The bytes of ``table``'s file on the PostgreSQL server, after a checkpoint wrote its pages (superuser)."""
+    with ledger.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("CHECKPOINT")
+        path = conn.exec_driver_sql("SELECT pg_relation_filepath(%s)", (table,)).scalar_one()
+        return bytes(conn.exec_driver_sql("SELECT pg_read_binary_file(%s)", (path,)).scalar_one())
+
+
+@pytest.fixture
+def own_database(pg_server: str) -> Iterator[str]:
+    """A database of its own on the PostgreSQL server, dropped afterwards: VACUUM removes a deleted row only once
+    no transaction of the same database could still see it, and the shared test database has other sessions'."""
+    name = "t_erase_" + secrets.token_hex(6)
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(pg_server)
+    yield urlunsplit(parts._replace(path="/" + name))
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_destroyed_keys_bytes_leave_the_postgresql_table_file(make_ledger: LedgerFactory, own_database: str) -> None:
+    """Destroying a key on PostgreSQL is a DELETE and a plain VACUUM of ``data_keys`` (bounded: no VACUUM FULL),
+    which compacts the key's page over its row: its wrapped bytes are in no page of the table's file. (The row last
+    written on its page would leave them in the page's free space until a row is written there, and a transaction
+    open in the database during the erasure keeps the row until a later vacuum: documented.)"""
+    ledger = make_ledger(own_database)
+    victim = ledger.remember(ALICE, f"The customer {WORD} pays late.").block_id
+    ledger.remember(ALICE, "A later block: its key is written after the victim's.")
+    with ledger.store.engine.connect() as conn:
+        [(wrapped,)] = conn.exec_driver_sql("SELECT wrapped FROM data_keys WHERE subject = %s", (f"block:{victim}",))
+    assert bytes(wrapped) in table_file(ledger, "data_keys")  # the control
+    ledger.erase_block(OPERATOR, victim, "erasure request #17")
+    assert bytes(wrapped) not in table_file(ledger, "data_keys")

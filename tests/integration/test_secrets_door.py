@@ -97,7 +97,7 @@ def test_off_stores_the_credential_and_the_checks_find_it(
     the credential is appended, and the very checks that found nothing there find it in the database's files
     (SQLite) and in the schema's dump (PostgreSQL)."""
     ledger = make_ledger(db_url, secret_scan="off")
-    monkeypatch.setattr(ledger.kernel.keys, "seal", lambda *args: False)
+    monkeypatch.setattr(ledger.kernel.keys, "seal", lambda *args, **kwargs: False)
     sid = ledger.clock_in(ALICE, "dev").session_id
     for sample in SAMPLES:
         assert ledger.remember(ALICE, sample.text, ["ops"], sid).status == "created"

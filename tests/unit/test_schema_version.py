@@ -10,13 +10,15 @@ import hashlib
 import json
 
 from ledger.audit import transparency
-from ledger.core.storage import migration, schema
+from ledger.core.storage import migration, rate_buckets, schema
 from projections import embedding_index, snapshots
 from projections.search import schema as search_schema
 
 PINNED = {
     1: "cc95ec75d43114f01e795a103ae353b9bba735cfe840408127fd30fc5bedb437",
-    2: "bfe912000720cc13bc0ba107a878d611930afddaf7f8491c6d26028a4e628ad2",  # ledger_nodes
+    # 2: the data keys' table (issue 26), the SQLite search index's rowids the positions of their blocks, the
+    # nodes' table and PostgreSQL's shared rate-limit counters (issue 27)
+    2: "848cb4cbac75561bfde8ce4636eff2e3f443df0eedbc6943cb763d22d2e9633a",
 }
 
 
@@ -27,6 +29,8 @@ def schema_digest() -> str:
         "append_only": {d: {t: schema.append_only_ddl(d, t) for t in schema._APPEND_ONLY} for d in schema._TRIGGERS},
         "migration": migration._DDL,
         "nodes": migration._NODES_DDL,
+        "data_keys": schema.DATA_KEYS_DDL,
+        "rate_buckets": rate_buckets.DDL,
         "search": [search_schema.VERSION, search_schema.COMMON_DDL, search_schema.DDL],
         "snapshots": snapshots._DDL,
         "embeddings": embedding_index._DDL,

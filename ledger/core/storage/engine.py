@@ -103,6 +103,9 @@ def make_engine(url: str, timeouts: Timeouts | None = None, *, pool_size: int | 
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             dbapi_conn.execute("PRAGMA synchronous=FULL")
             dbapi_conn.execute(f"PRAGMA busy_timeout={timeouts.lock_ms}")
+            # Deleted rows and freed pages are overwritten with zeros as they go (crypto-shredding, issue 26: an
+            # erased block's index rows, snapshots and data key leave no bytes behind without a VACUUM of the file).
+            dbapi_conn.execute("PRAGMA secure_delete=ON")
             # Each pooled connection keeps its own page cache (2 MiB by default), and another connection's write
             # empties it at the next read anyway; the OS page cache holds the file once for all of them.
             dbapi_conn.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")

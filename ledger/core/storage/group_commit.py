@@ -19,6 +19,7 @@ from ledger.core.errors import ConcurrencyError, NotInitialised
 from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.mapper import encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
+from ledger.core.sealed import NewKey
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.schema import (
     _COLUMNS,
@@ -66,6 +67,7 @@ class _Pending:
     encoded: list[tuple[str, int, str]]
     meta: dict[str, Any]
     meta_json: str
+    keys: list[NewKey]  # data keys made for it: written with its rows
     rows: list[tuple[Any, ...]] | None = None
     recorded_at: _dt.datetime | None = None
     error: BaseException | None = None
@@ -132,11 +134,13 @@ class GroupCommit(StoreTree):
                 "open the ledger with its receipt key file (LEDGER_KEY_FILE)",
             )
         # Encoded here, in the caller's thread and outside every lock: the leader only chains and writes.
-        # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys); the metadata says so.
-        encoded, sealed = encode_all(events, stream, self.cipher)
+        # Free text is encrypted here too, under the stream's data key (ledger.core.data_keys; one made for it is
+        # written in the group's transaction, with the events sealed under it); the metadata says so.
+        keys: list[NewKey] = []
+        encoded, sealed = encode_all(events, stream, self.cipher, keys, fresh=expected_version == 0)
         if sealed:
             meta = {**meta, "enc": SEALED}
-        pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta))
+        pending = _Pending(stream, expected_version, events, encoded, meta, encode_meta(meta), keys)
         with self._mutex:
             self._queue.append(pending)
             lead = not self._leading
@@ -144,12 +148,14 @@ class GroupCommit(StoreTree):
                 self._leading = True
             else:
                 pending.wake = _held_lock()
-        if not lead:
-            pending.wake.acquire()  # released by a leader: this append is done, or it leads the next group
-            if pending.done:
-                return pending.outcome()
-        self._lead()
-        return pending.outcome()
+        if not lead:  # released by a leader: this append is done, or it leads the next group
+            pending.wake.acquire()
+        if not pending.done:
+            self._lead()
+        recorded = pending.outcome()
+        if keys and self.cipher is not None:
+            self.cipher.adopt(keys)  # committed with the events: later appends of the stream use them
+        return recorded
 
     def _lead(self) -> None:
         """Commit a group led by this thread's append (the first queued), then hand the lead to the first append
@@ -307,6 +313,8 @@ class GroupCommit(StoreTree):
                 try:
                     cur.execute("SAVEPOINT group_member")
                     self._insert(cur, rows)
+                    if self.cipher is not None:
+                        self.cipher.write(cur, p.keys)
                     cur.execute("RELEASE SAVEPOINT group_member")
                 except Exception as exc:
                     cur.execute("ROLLBACK TO SAVEPOINT group_member")
@@ -323,6 +331,8 @@ class GroupCommit(StoreTree):
             try:
                 if not self._insert(cur, all_rows, (head, assumed) if guarded else None, seal):
                     return None
+                if self.cipher is not None:  # the data keys made for the members written, in their transaction
+                    self.cipher.write(cur, [k for p, _ in planned for k in p.keys])
             except Exception as exc:
                 foreign = self._foreign_rows(exc)
                 if foreign is not None:

@@ -28,11 +28,12 @@ from ledger.core.events import DomainEvent, RecordedEvent
 from ledger.core.limits import Timeouts
 from ledger.core.mapper import _meta, decode, encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
+from ledger.core.sealed import NewKey
 from ledger.core.storage import leases
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StreamState
-from ledger.core.storage.schema import APPEND_LOCK
+from ledger.core.storage.schema import APPEND_LOCK, DATA_KEYS_DDL
 from ledger.core.storage.side_tables import LOG_INDEX, SideTables
 from ledger.core.storage.store import Probe
 from ledger.core.storage.tree import EMPTY, Tree
@@ -106,7 +107,8 @@ class MemoryStore(TreeProofs):
         if not events:
             return []
         # refuses what the SQL store refuses before it writes; free text sealed under the stream's data key
-        encoded, sealed = encode_all(events, stream, self.cipher)
+        keys: list[NewKey] = []  # data keys made for this append: written with its rows, or not at all
+        encoded, sealed = encode_all(events, stream, self.cipher, keys, fresh=expected_version == 0)
         if sealed:
             meta = {**meta, "enc": SEALED}
         meta_json = encode_meta(meta)
@@ -128,11 +130,15 @@ class MemoryStore(TreeProofs):
             tree, blob = self._tree.extend([r[9] for r in rows])
             with self.side.write_transaction() as cur:  # first: if it fails, the log is untouched
                 cur.executemany("INSERT INTO events (position, type) VALUES (?, ?)", [(r[0], r[3]) for r in rows])
+                if keys and self.cipher is not None:
+                    self.cipher.write(cur, keys)
             self._records.extend(StoredRecord(*r) for r in rows)
             self._streams.setdefault(stream, []).extend(r[0] for r in rows)
             self._at.extend(recorded_at for _ in rows)
             self._hashes.extend(blob[k : k + 32] for k in range(0, len(blob), 32))
             self._tree = tree
+        if keys and self.cipher is not None:
+            self.cipher.adopt(keys)
         at = parse_ts(recorded_at)
         frozen = MappingProxyType(dict(meta))
         return [RecordedEvent(r[0], stream, r[2], at, frozen, e, r[9]) for r, e in zip(rows, events, strict=True)]
@@ -276,9 +282,12 @@ class MemoryStore(TreeProofs):
     # --- opening, health, closing -------------------------------------------------------------------------
 
     def create_schema(self) -> None:
-        """The side tables' copy of the log's (position, type), for the read models' probes (idempotent)."""
+        """The side tables' copy of the log's (position, type), for the read models' probes, and the data keys'
+        table (idempotent)."""
         with self.side.write_transaction() as cur:
             cur.execute(LOG_INDEX)
+            for ddl in DATA_KEYS_DDL["sqlite"]:
+                cur.execute(ddl)
 
     def is_initialised(self) -> bool:
         return True

@@ -24,9 +24,13 @@ from ledger.core.storage.schema import table_exists_sql
 SCHEMA_VERSION = 2
 """The schema this program reads and writes. 1: the events, their authenticators and tree, the search index, the
 snapshots and the transparency log's checkpoints (everything ``init`` created before versions were recorded).
-2: ``ledger_nodes``, where each ``serve`` and ``mcp`` node announces itself (:mod:`.nodes`; ``doctor`` lists them)."""
+2: the ``data_keys`` table of free text's data keys (issue 26), and the SQLite search index rebuilt with each row's
+rowid the position of its block's ``MemoryRemembered`` (an erased block's row deleted by key); ``ledger_nodes``,
+where each ``serve`` and ``mcp`` node announces itself (:mod:`.nodes`; ``doctor`` lists them); on PostgreSQL
+``rate_buckets``, the rate limit shared by the nodes (:mod:`.rate_buckets`). ``migrate`` brings a version-1 ledger
+up (the tables created, the index rebuilt from the log, the node's decision settings recorded)."""
 
-_LOG_TABLES = ("events", "event_auth", "tlog_hashes")
+_LOG_TABLES = ("events", "event_auth", "tlog_hashes", "data_keys")
 MIGRATE_LOCK = 0x6D696772  # "migr": the second key of PostgreSQL's session-level migration lock
 
 _DDL = {

@@ -82,6 +82,11 @@ class StoreReads(StoreConnection):
         with self._read_cursor() as cur:
             cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
+            if rows and content and self.cipher is not None:
+                # Erasures committed up to now (here or in another process): their keys are never used again,
+                # whatever this process had read before; learnt after the rows were read and before they are
+                # decoded, so no row read here decrypts under a key destroyed before it is returned.
+                self.cipher.refresh(cur)
         if checker is not None and hash_at is not None:
             checker.check_rows(rows, hash_at, content=content)
         return rows

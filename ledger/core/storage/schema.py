@@ -165,6 +165,22 @@ _TLOG_TABLES = {
 }
 
 
+# ``data_keys``: the data keys of free text (ledger.core.data_keys), each wrapped under the key-encryption key; a
+# key's row is written in the transaction of the first event sealed under it, and deleted to erase (schema 2).
+DATA_KEYS_DDL = {
+    # One b-tree on SQLite (WITHOUT ROWID), one index on PostgreSQL: a key is found by its subject (the stream a
+    # sealed field is read from) and its id, and an append writes one more entry in its commit, not three.
+    "sqlite": [
+        "CREATE TABLE IF NOT EXISTS data_keys (subject TEXT NOT NULL, kid TEXT NOT NULL, wrapped BLOB NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (subject, kid)) WITHOUT ROWID",
+    ],
+    "postgresql": [
+        "CREATE TABLE IF NOT EXISTS data_keys (subject TEXT NOT NULL, kid TEXT NOT NULL, wrapped BYTEA NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (subject, kid))",
+    ],
+}
+
+
 def append_only_ddl(dialect: str, table: str) -> list[str]:
     """``table`` and the triggers that refuse UPDATE and DELETE on it (and TRUNCATE on PostgreSQL)."""
     if dialect == "sqlite":

@@ -18,7 +18,15 @@ from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.engine import make_engine
 from ledger.core.storage.group_commit import MAX_GROUP
-from ledger.core.storage.schema import _LEDGER_OID, _METADATA, _TRIGGERS, APPEND_LOCK, EVENTS, append_only_ddl
+from ledger.core.storage.schema import (
+    _LEDGER_OID,
+    _METADATA,
+    _TRIGGERS,
+    APPEND_LOCK,
+    DATA_KEYS_DDL,
+    EVENTS,
+    append_only_ddl,
+)
 from ledger.core.storage.upgrade import StoreUpgrade
 from ledger.core.storage.verify import StoreVerify
 
@@ -76,8 +84,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
     # --- schema ---------------------------------------------------------------------------------------
 
     def create_schema(self) -> None:
-        """Create the ``events`` table, its indexes and the append-only triggers, the rate limit's counters
-        (``rate_buckets``, PostgreSQL: :mod:`.rate_buckets`), the tree's table and, while the
+        """Create the ``events`` table, its indexes and the append-only triggers, the data keys' table, the rate
+        limit's counters (``rate_buckets``, PostgreSQL: :mod:`.rate_buckets`), the tree's table and, while the
         log is empty, the authenticators' table (idempotent). A ledger that already has events gets the
         authenticators' table from :meth:`authenticate_existing` alone, which authenticates its rows with it."""
         with translate_errors(self.dialect), self.engine.begin() as conn:
@@ -86,6 +94,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
             # the type; created here too so databases made before it existed get it.
             conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_events_type_position ON events (type, position)")
             for ddl in _TRIGGERS[self.dialect]:
+                conn.exec_driver_sql(ddl)
+            for ddl in DATA_KEYS_DDL[self.dialect]:  # schema 2: the data keys of free text
                 conn.exec_driver_sql(ddl)
             if self.dialect in rate_buckets.DDL:  # the cluster-wide rate limit's counters (PostgreSQL)
                 conn.exec_driver_sql(rate_buckets.DDL[self.dialect])
