@@ -189,12 +189,11 @@ def head(conn: psycopg.Connection[Any]) -> int:
 
 def freeze_holding_the_write_lock(
     proc: subprocess.Popen[str], conn: psycopg.Connection[Any], application: str
-) -> tuple[int, _dt.datetime, int]:
-    """SIGSTOP the node at a moment it holds the write lock, and make sure it does: once stopped it sends nothing,
-    so when the statement it had sent (perhaps its COMMIT) is done, its session either still holds the lock, idle
-    in the transaction until the server ends it, or has let it go (then it is resumed and caught again). Returns
-    its backend, that transaction's start and the head of the log then (nothing commits while it holds the lock).
-    """
+) -> tuple[_dt.datetime, int]:
+    """SIGSTOP the node at a moment it holds the write lock, and return once PostgreSQL has ended its session for
+    sitting idle in that transaction, with the transaction's start and the head of the log while it held the lock
+    (nothing commits meanwhile). Once stopped the node sends nothing, but what it sent just before (its COMMIT,
+    say) may still reach the server: a stop whose session then let the lock go is undone and tried again."""
     deadline = time.monotonic() + READY_WITHIN
     while True:
         assert time.monotonic() < deadline, "the node was never caught holding the write lock"
@@ -202,11 +201,19 @@ def freeze_holding_the_write_lock(
             continue
         proc.send_signal(signal.SIGSTOP)
         held = lock_holder(conn, application)
-        while held is not None and held[1] == "active":  # its last statement, still running
-            held = lock_holder(conn, application)
-        if held is not None and held[1] == "idle in transaction":
-            return held[0], held[2], head(conn)
+        if held is not None:
+            backend, since, at = held[0], held[2], head(conn)
+            while (state := session_state(conn, backend)) is not None and state != "idle":
+                assert time.monotonic() < deadline, f"PostgreSQL kept the stopped node's session ({state})"
+                time.sleep(0.01)  # a poll interval: the server ends it after the idle limit (2 s here)
+            if state is None:  # ended by the server, the write lock with it, the node still stopped
+                return since, at
         proc.send_signal(signal.SIGCONT)
+
+
+def session_state(conn: psycopg.Connection[Any], backend: int) -> str | None:
+    row = conn.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (backend,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def test_three_nodes_behind_nginx_survive_a_kill_and_a_freeze(tmp_path: Path, pg_url: str) -> None:
@@ -261,14 +268,18 @@ def test_three_nodes_behind_nginx_survive_a_kill_and_a_freeze(tmp_path: Path, pg
         before = load.acknowledged()
         wait_until(progressed(before + 10), "answers through nginx after a node was killed")
 
-        backend, frozen_since, frozen_head = freeze_holding_the_write_lock(frozen, watcher, "node1")
+        direct = stack.enter_context(httpx.Client(base_url=nodes[0], timeout=HTTP_TIMEOUT))
+        probe = until_answered(load, direct, "/sessions", {"role": "dev"})["session_id"]
+        frozen_since, frozen_head = freeze_holding_the_write_lock(frozen, watcher, "node1")
         try:
-            # The server ends the stopped node's session (idle in transaction), its lock goes with it, and
-            # other nodes write: acknowledged answers recorded after the freeze, while the node is still stopped.
-            def ended() -> bool:
-                return not watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend,)).fetchone()
-
-            wait_until(ended, "PostgreSQL to end the frozen node's session (idle in its transaction)")
+            # The server ended the stopped node's session (idle in its transaction) and its write lock went with
+            # it. The surviving node writes again: a write sent to it now (not through nginx, where a client can
+            # wait for the frozen node until proxy_read_timeout) is recorded; and through nginx the clients'
+            # answers are recorded after the freeze while the node is still stopped.
+            answer = until_answered(load, direct, "/compliance/assert", {"session_id": probe, "request_id": "probe"})
+            with load.lock:
+                load.answers.append(Answer(probe, "probe", answer["status"], answer["position"], False, False))
+            assert answer["position"] > frozen_head
             wait_until(progressed(3, after=frozen_head), "writes through nginx while a node is frozen")
             written_while_frozen = load.acknowledged(after=frozen_head)
             assert frozen.poll() is None  # still there, still stopped
@@ -319,8 +330,9 @@ def test_three_nodes_behind_nginx_survive_a_kill_and_a_freeze(tmp_path: Path, pg
         assert session in searched
         assert sum(1 for e in events if e["type"] == "MemorySearched" and e["data"]["session_id"] == session) >= count
 
-    # Writes resumed within 10 s of the freeze, by the ledger's clock: the first event after the frozen head
-    # against the start of the transaction the node was frozen in (which began before the SIGSTOP).
+    # Writes resumed within 10 s of the freeze, by the ledger's clock: the first event after the frozen head (the
+    # probe's, or a client's before it) against the start of the transaction the node was frozen in (which began
+    # before the SIGSTOP).
     resumed_at = _dt.datetime.fromisoformat(by_position[frozen_head + 1]["recorded_at"])
     gap = resumed_at - frozen_since
     statuses = Counter(line.split()[3] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines())
