@@ -115,6 +115,23 @@ def check_chromium_for_ci() -> None:
         sys.exit(f"[dev] chromium was installed but {CHROMIUM} is missing; CI requires it for tests/browser/")
 
 
+NGINX = Path("/usr/sbin/nginx")
+
+
+def check_nginx_for_ci() -> None:
+    """In CI the cluster test behind a real load balancer (tests/e2e/test_cluster_nginx.py: three nodes behind
+    docs/nginx-ledger.conf) is mandatory: install Debian's ``nginx`` with apt-get when it is missing (through sudo
+    when not root), and fail loudly if that fails. The test runs nginx as its own child process with its own
+    configuration; the package's service is not needed. Outside CI the test skips, saying why, without nginx."""
+    if not os.environ.get("CI") or NGINX.exists():
+        return
+    apt_install(["nginx"], "tests/e2e/test_cluster_nginx.py")
+    if not NGINX.exists():
+        sys.exit(
+            f"[dev] nginx was installed but {NGINX} is missing; CI requires it for tests/e2e/test_cluster_nginx.py"
+        )
+
+
 GO_SUMDB = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb")
 
 
@@ -150,6 +167,7 @@ def cmd_test(args: list[str]) -> int:
     check_postgres_for_ci()
     check_node_for_ci()
     check_chromium_for_ci()
+    check_nginx_for_ci()
     check_go_for_ci()
     for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
         say("running " + " ".join(step))

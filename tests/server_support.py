@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -68,11 +69,18 @@ def running(ledger: Ledger, settings: Settings) -> Iterator[str]:
 
 @contextmanager
 def compliance_ledger_serve(
-    home: Path, url: str, *args: str, cwd: Path | None = None, said: list[str] | None = None, **env: str
+    home: Path,
+    url: str,
+    *args: str,
+    cwd: Path | None = None,
+    said: list[str] | None = None,
+    started: list[subprocess.Popen[str]] | None = None,
+    **env: str,
 ) -> Iterator[str]:
     """`compliance-ledger serve --port 0` in a subprocess, started in ``cwd`` (default ``home``); yield the address
     it announced (it listens from that line on, so the first request waits for it rather than failing); stopped
-    afterwards. ``said``, when given, collects every line it prints on stderr, as it prints them."""
+    afterwards, also when a test stopped it (SIGSTOP) or killed it. ``said``, when given, collects every line it
+    prints on stderr, as it prints them; ``started`` gets the process (for a test that signals it)."""
     environ = {**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **env}
     proc = subprocess.Popen(
         [sys.executable, "-m", "api", "serve", "--port", "0", *args],
@@ -82,6 +90,8 @@ def compliance_ledger_serve(
         stderr=subprocess.PIPE,
         text=True,
     )
+    if started is not None:
+        started.append(proc)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def read() -> None:  # drains stderr for the server's whole life, so it never blocks on a full pipe
@@ -109,6 +119,8 @@ def compliance_ledger_serve(
                 break
         yield found.group(1)
     finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)  # a stopped process would hold its SIGTERM until it is continued
         proc.terminate()
         try:
             proc.wait(timeout=READY_WITHIN)

@@ -125,3 +125,24 @@ def test_chromium_goes_through_the_same_apt_get(
     with pytest.raises(SystemExit, match="could not install chromium"):
         dev.check_chromium_for_ci()
     assert recorder.calls[1] == ["apt-get", "update"]
+
+
+def test_nginx_goes_through_the_same_apt_get(dev: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(dev.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(dev, "NGINX", tmp_path / "nginx")
+    monkeypatch.setattr(dev, "run", recorder := Recorder([1, 0, 1]))
+    with pytest.raises(SystemExit, match="could not install nginx"):
+        dev.check_nginx_for_ci()
+    assert recorder.calls[0] == ["sudo", "-n", "apt-get", "install", "-y", "--no-install-recommends", "nginx"]
+    assert recorder.calls[1] == ["sudo", "-n", "apt-get", "update"]
+    monkeypatch.setattr(dev, "run", Recorder([0]))  # apt-get says yes, yet there is no binary
+    with pytest.raises(SystemExit, match="nginx was installed but"):
+        dev.check_nginx_for_ci()
+    (tmp_path / "nginx").touch()
+    monkeypatch.setattr(dev, "run", recorder := Recorder([]))
+    dev.check_nginx_for_ci()  # already there: nothing run
+    monkeypatch.delenv("CI")
+    monkeypatch.setattr(dev, "NGINX", tmp_path / "nowhere")
+    dev.check_nginx_for_ci()  # outside CI: nothing installed
+    assert recorder.calls == []

@@ -357,21 +357,22 @@ class GroupCommit(StoreTree):
         guard: tuple[tuple[int, str, str], dict[str, int]] | None = None,
         seal: Seal | None = None,
     ) -> bool:
-        """Insert ``rows`` in position order, and ``seal`` (their authenticators and tree hashes) with them. On
-        SQLite one multi-row statement per chunk: each statement step releases Python's GIL, and under concurrent
-        writers getting it back cost more than the insert itself. On PostgreSQL the seal rides on the first
-        statement (a data-modifying WITH): no round trip of its own.
+        """Insert ``rows`` in position order, and ``seal`` (their authenticators and tree hashes) with them, one
+        multi-row statement per chunk of rows. On SQLite each statement step releases Python's GIL, and under
+        concurrent writers getting it back cost more than the insert itself. On PostgreSQL the seal rides on the
+        first statement (a data-modifying WITH): no round trip of its own; and each statement is complete when it
+        is sent (never a pipeline or executemany, whose statements go before their Sync): a node stopped (SIGSTOP,
+        a long pause) mid-way would leave its session "active", waiting for the rest, which neither
+        idle_in_transaction_session_timeout nor statement_timeout ends — holding the write lock until it resumes.
+        Between complete statements the session is idle in its transaction, and the server ends it.
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
         inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
         if seal is not None and self.dialect != "sqlite":
             prefix, params = seal.pg_with()
-            if len(rows) == 1:
-                cur.execute(self.sql(prefix + _insert_rows_sql(1)), [*params, *rows[0]])
-            else:  # the rows and the seal sent in one flight (errors surface when the pipeline syncs)
-                with cur.connection.pipeline():
-                    cur.executemany(self._insert_one, rows)
-                    cur.execute(self.sql(prefix + "SELECT 1"), params)
+            first = rows[:_INSERT_CHUNK]
+            cur.execute(self.sql(prefix + _insert_rows_sql(len(first))), [*params, *_flat(first)])
+            self._insert_chunks(cur, rows[_INSERT_CHUNK:])
             return True
         if guard is not None:
             (position, digest, _), streams = guard
@@ -389,12 +390,18 @@ class GroupCommit(StoreTree):
             rows = rows[_INSERT_CHUNK:]
         if len(rows) == 1:
             cur.execute(self._insert_one, rows[0])
-        elif rows and self.dialect != "sqlite":
-            cur.executemany(self._insert_one, rows)
         else:
-            for start in range(0, len(rows), _INSERT_CHUNK):
-                chunk = rows[start : start + _INSERT_CHUNK]
-                cur.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+            self._insert_chunks(cur, rows)
         if seal is not None:
             self._write_seal(cur, seal)
         return True
+
+    def _insert_chunks(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        """``rows`` as multi-row INSERTs of up to ``_INSERT_CHUNK`` rows, each statement whole when sent."""
+        for start in range(0, len(rows), _INSERT_CHUNK):
+            chunk = rows[start : start + _INSERT_CHUNK]
+            cur.execute(self.sql(_insert_rows_sql(len(chunk))), _flat(chunk))
+
+
+def _flat(rows: list[tuple[Any, ...]]) -> list[Any]:
+    return [value for row in rows for value in row]
