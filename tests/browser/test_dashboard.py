@@ -6,6 +6,7 @@ test's temporary directory instead (they change on every run — times, ids — 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,11 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def same_roots(project: Path) -> dict[str, str]:
+    """The project roots the seeded ledger recorded (a decision setting: a node with others is refused)."""
+    return {"LEDGER_PROJECT_ROOTS": json.dumps([str(project.parent)])}
+
+
 @pytest.fixture
 def seeded(make_ledger: LedgerFactory, tmp_path: Path, project: Path) -> tuple[str, Seeded]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
@@ -95,10 +101,13 @@ def seeded(make_ledger: LedgerFactory, tmp_path: Path, project: Path) -> tuple[s
 
 
 def test_every_page_shows_the_numbers_the_rest_api_reports(
-    chromium: Any, seeded: tuple[str, Seeded], tmp_path: Path
+    chromium: Any, seeded: tuple[str, Seeded], project: Path, tmp_path: Path
 ) -> None:
     url, facts = seeded
-    with compliance_ledger_serve(tmp_path, url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
+    with (
+        compliance_ledger_serve(tmp_path, url, **same_roots(project)) as base,
+        httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http,
+    ):
         report = http.get("/reports/compliance").json()
         enforcement = http.get("/reports/enforcement").json()
         blocks = http.get("/memory/blocks", params={"limit": 50}).json()
@@ -268,13 +277,16 @@ def test_every_page_shows_the_numbers_the_rest_api_reports(
 
 
 def test_with_keys_the_page_asks_for_one_and_an_agent_key_gets_no_write_buttons(
-    chromium: Any, seeded: tuple[str, Seeded], make_ledger: LedgerFactory, tmp_path: Path
+    chromium: Any, seeded: tuple[str, Seeded], make_ledger: LedgerFactory, project: Path, tmp_path: Path
 ) -> None:
     url, facts = seeded
     keys = make_ledger(url)
     agent_key = keys.issue_api_key(OPERATOR, "alice").api_key
     admin_key = keys.issue_api_key(OPERATOR, "boss", role="admin").api_key
-    with compliance_ledger_serve(tmp_path, url) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http:
+    with (
+        compliance_ledger_serve(tmp_path, url, **same_roots(project)) as base,
+        httpx.Client(base_url=base, timeout=HTTP_TIMEOUT) as http,
+    ):
         page = open_page(chromium, f"{base}/ui/#/memory?block={facts.blocks[0]}", "key", tmp_path / "screenshots")
         assert page.locator("[data-testid=key-dialog]").is_visible()
         page.fill("[data-testid=key-input]", "clk_not_a_key")
