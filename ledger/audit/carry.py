@@ -5,11 +5,11 @@ blocks were written before encryption, whose text an erasure cannot remove from 
 nothing in it: it verifies the old log (chain, authenticators, tree, its newest kept checkpoint) and refuses one
 that does not verify; the old ledger's signing key signs a C2SP checkpoint note of its head, kept nowhere in the
 old database; every live block of the old ledger is remembered here, encrypted under this ledger's data keys, under
-a keyed id, with its tags, category and context, and its provenance in the event's metadata (``carried_from``: the
-old origin; ``carried_position``, ``carried_block_id``); last, one ``LedgerCarried`` event records the note, the old ledger's verifier
-key, the counts and the old block ids left out (named by ``without``, erased or forgotten there, or whose text this
-ledger already holds). No session, stamp, anchor, task or key is carried: the note proves the old history, which
-stays in the old database until its retention ends.
+a keyed id, with its tags, category and context, its provenance in the event's metadata (``carried_from``: the old
+origin; ``carried_position``, ``carried_block_id``); last, one ``LedgerCarried`` event records the note, the old
+ledger's verifier key, the counts and the old block ids left out (named by ``without``, erased or forgotten there,
+or whose text this ledger already holds). No session, stamp, anchor, task or key is carried: the note proves the
+old history, which stays in the old database until its retention ends.
 
 An interrupted carry is run again as it was: the blocks it carried (their ``carried_from`` names the same old
 ledger) are found and skipped, the rest carried.

@@ -29,6 +29,7 @@ CANARY = "wuzzlethorpe"  # the block left behind: in no file of the new ledger
 KEPT = "gribblenook"  # a plaintext block carried
 LATER = "snorkelbane"  # a block written after encryption, carried
 GONE = "flimbertash"  # forgotten in the old ledger
+SHELVED = "quorblemint"  # archived in the old ledger: carried, archived here
 
 
 _OPENED: list[Ledger] = []
@@ -75,6 +76,8 @@ def old_ledger(home: Path, url: str | None = None) -> tuple[Ledger, dict[str, st
         ALICE, f"The {LATER} cache is warmed at start.", ["perf"], category="knowledge"
     ).block_id
     ids["erased"] = old.remember(ALICE, "A note erased before the move.", []).block_id
+    ids["shelved"] = legacy_block(old, f"The {SHELVED} runbook, archived.", ["ops"])
+    old.archive_block(OPERATOR, ids["shelved"], "replaced by the new runbook")
     old.forget(OPERATOR, ids["gone"], "obsolete")
     old.erase_block(OPERATOR, ids["erased"], "erasure request #1")
     return old, ids
@@ -94,7 +97,7 @@ def test_carrying_leaves_the_named_block_behind_and_brings_the_rest_encrypted(tm
     result = new.carry_from(OPERATOR, old, [ids["canary"]])
 
     assert old.store.head() == old_head and old.transparency.latest() is None  # the old ledger is only read
-    assert result.carried == 2 and result.left_out["without"] == [ids["canary"]]
+    assert (result.carried, result.archived) == (3, 1) and result.left_out["without"] == [ids["canary"]]
     assert result.left_out["forgotten"] == [ids["gone"]] and result.left_out["erased"] == [ids["erased"]]
     assert len(result.left_out["present"]) == 10  # the constitution: init wrote the same texts here
     new.store.dispose()
@@ -108,13 +111,15 @@ def test_carrying_leaves_the_named_block_behind_and_brings_the_rest_encrypted(tm
     for word in (KEPT, LATER):
         [hit] = new.memory_lookup(word).results
         assert hit.block_id not in ids.values()  # a keyed id of this ledger
-    assert new.memory_lookup(CANARY).results == []
+    assert new.memory_lookup(CANARY).results == [] and new.memory_lookup(SHELVED).results == []  # archived here
+    [shelved] = new.memory_blocks(archived=True).blocks
+    assert shelved.block_id not in ids.values()
     [rec] = list(new.store.iter_events(types=[LedgerCarried.type_name]))
     carried = rec.event
     assert isinstance(carried, LedgerCarried)
     assert carried.vkey == old.tlog_vkey() and carried.origin == old.tlog_origin()
     assert (carried.head_position, carried.head_hash) == old_head
-    assert (carried.blocks_carried, carried.blocks_left_out) == (2, 13)
+    assert (carried.blocks_carried, carried.blocks_archived, carried.blocks_left_out) == (3, 1, 13)
     assert carried.left_out["without"] == [ids["canary"]]
     head = opened_by(carried.vkey, carried.checkpoint)  # the note opens with the old ledger's key
     assert head.origin == old.tlog_origin() and head.size == old_head[0]
@@ -176,18 +181,23 @@ def test_the_command_checks_then_carries_with_yes(tmp_path: Path) -> None:
 
     code, out, err = cli(tmp_path / "new", "carry", "--from-home", str(tmp_path / "old"), "--without", ids["canary"])
     assert code == 0, err
-    assert "would carry 2 blocks" in out and "nothing written" in out
+    assert "would carry 3 blocks (1 archived)" in out and "nothing written" in out
 
     args = ["carry", "--from-home", str(tmp_path / "old"), "--without", ids["canary"], "--yes", "--json"]
     code, out, err = cli(tmp_path / "new", *args)
     assert code == 0, err
     done = json.loads(out)
-    assert done["carried"] and done["blocks_carried"] == 2 and done["left_out"]["without"] == [ids["canary"]]
+    assert done["carried"] and done["blocks_carried"] == 3 and done["left_out"]["without"] == [ids["canary"]]
     assert cli(tmp_path / "new", "verify")[0] == 0
     assert not leaked_into_files(tmp_path / "new", CANARY)
 
     code, _, err = cli(tmp_path / "new", *args)  # again: the ledger is no longer new
     assert code == 1 and "not new" in err
+
+    # the recorded note holds against the old database, as README "Erasure" says an auditor checks it
+    (tmp_path / "old-head.note").write_text(done["checkpoint"], encoding="utf-8")
+    code, out, err = cli(tmp_path / "old", "verify", "--checkpoint", str(tmp_path / "old-head.note"))
+    assert code == 0 and "tree checkpoints: 1 of 1 held" in out, err
 
 
 @pytest.mark.postgres
@@ -196,6 +206,6 @@ def test_carrying_from_sqlite_into_postgresql(tmp_path: Path, pg_url: str) -> No
     (tmp_path / "new").mkdir()
     new = make(tmp_path / "new", pg_url)
     result = new.carry_from(OPERATOR, old, [ids["canary"]])
-    assert result.carried == 2 and new.verify().ok
+    assert result.carried == 3 and new.verify().ok
     assert [h.block_id for h in new.memory_lookup(KEPT).results]
     assert new.memory_lookup(CANARY).results == []
