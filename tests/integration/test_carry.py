@@ -17,11 +17,11 @@ from api.bootstrap import initialise
 from api.cli import app
 from api.settings import Settings
 from ledger.audit.carry import opened_by
-from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput
+from ledger.core.errors import Conflict, IntegrityViolation, InvalidInput, SecretInText
 from ledger.core.events import LedgerCarried, MemoryRemembered
 from ledger.memory import decisions as memory
 from ledger.service import Actor, Ledger
-from tests.secret_samples import leaked_into_files
+from tests.secret_samples import SAMPLES, leaked_into_files
 
 ALICE = Actor("alice", "cli")
 OPERATOR = Actor("operator", "cli", admin=True)
@@ -209,3 +209,21 @@ def test_carrying_from_sqlite_into_postgresql(tmp_path: Path, pg_url: str) -> No
     assert result.carried == 3 and new.verify().ok
     assert [h.block_id for h in new.memory_lookup(KEPT).results]
     assert new.memory_lookup(CANARY).results == []
+
+
+def test_a_credential_in_an_old_block_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """The door's scan holds for carried text: a block written before the scan, holding a credential, stops the carry
+    (naming the old block and what to do) with nothing written; left out with --without, the carry goes through."""
+    old, _ = old_ledger(tmp_path / "old")
+    sample = SAMPLES[0]
+    leaked_id = legacy_block(old, sample.text, ["ops"])
+    (tmp_path / "new").mkdir()
+    new = make(tmp_path / "new")
+    head = new.store.head()
+    with pytest.raises(SecretInText, match=f"old block {leaked_id}") as refused:
+        new.carry_from(OPERATOR, old, [])
+    assert f"--without {leaked_id}" in (refused.value.hint or "")
+    assert new.store.head() == head
+    assert new.carry_from(OPERATOR, old, [leaked_id]).left_out["without"] == [leaked_id]
+    new.store.dispose()
+    assert not leaked_into_files(tmp_path / "new", sample.needle)
