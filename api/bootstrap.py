@@ -4,12 +4,14 @@ plain :class:`~ledger.compose.LedgerSettings` it is fed, and a database URL with
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from api.settings import Settings
 from ledger import compose
 from ledger.compose import InitReport, LedgerSettings
 from ledger.core import clock as _clock
+from ledger.core.errors import NotInitialised
 from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 
 if TYPE_CHECKING:
@@ -70,9 +72,20 @@ def open_to_read(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger
     from ledger.core.storage import make_engine, migration
 
     plain = ledger_settings(settings)
+    missing = NotInitialised(
+        f"{redact(plain.db_url)} holds no ledger to read",
+        "check the database URL and home that name the old ledger (--from-db, --from-home)",
+    )
+    if (
+        plain.db_url.startswith("sqlite:///")
+        and not Path(plain.db_url.removeprefix("sqlite:///")).expanduser().exists()
+    ):
+        raise missing  # not even a file: none is made (nor its directory)
     engine = make_engine(plain.db_url, plain.timeouts)
     try:
         state = migration.schema_state(engine)
+        if state.absent:
+            raise missing
         migration.require_current(state, command="compliance-ledger --home OLD_HOME [--db OLD_URL] migrate")
         compose.check_node_keys(plain, engine, clock)
     finally:

@@ -179,6 +179,12 @@ def test_the_command_checks_then_carries_with_yes(tmp_path: Path) -> None:
     (tmp_path / "new").mkdir()
     assert cli(tmp_path / "new", "init")[0] == 0
 
+    code, _, err = cli(tmp_path / "new", "carry", "--from-home", str(tmp_path / "nowhere"))
+    assert code == 1 and "holds no ledger to read" in err and not (tmp_path / "nowhere").exists()
+    old_db = f"sqlite:///{tmp_path / 'old' / 'ledger.db'}"
+    code, _, err = cli(tmp_path / "new", "carry", "--from-home", str(tmp_path / "new"), "--from-db", old_db)
+    assert code == 1 and "key files are not the ledger's" in err  # the old ledger is read with its own keys
+
     code, out, err = cli(tmp_path / "new", "carry", "--from-home", str(tmp_path / "old"), "--without", ids["canary"])
     assert code == 0, err
     assert "would carry 3 blocks (1 archived)" in out and "nothing written" in out
