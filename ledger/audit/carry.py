@@ -110,7 +110,7 @@ class CarryCommands:
                 "name the old ledger's database and home with --from-db / --from-home, and run carry on the new one",
             )
         self._require_new(origin)
-        self._require_verified(old, progress)
+        head_position = self._require_verified(old, progress)
         bound, signer = old.audit.bound_signing_key(), old.kernel.require_signer()
         if bound is not None and bound.key_id != signer.key_id:
             raise Conflict(
@@ -119,9 +119,10 @@ class CarryCommands:
                 "give --from-home the old ledger's own home (its signing.key), or copy that key there",
             )
         vkey = old.transparency.vkey()
-        head_position, head_hash = old.kernel.store.head()
-        checkpoint = old.transparency.sign_head()
-        blocks = self._blocks(old)
+        head = old.kernel.store.get(head_position)  # the head verified; an append to the old log since is not carried
+        head_hash = head.hash if head is not None else ""
+        checkpoint = old.transparency.sign_head(head_position)
+        blocks = self._blocks(old, head_position)
         skip = self._without(without, blocks)
         left_out: dict[str, list[str]] = {"without": [], "erased": [], "forgotten": [], "present": []}
         todo: list[_Block] = []
@@ -203,7 +204,9 @@ class CarryCommands:
             and event.session_id is None
         )
 
-    def _require_verified(self, old: OldLedger, progress: ProgressBars | None) -> None:
+    def _require_verified(self, old: OldLedger, progress: ProgressBars | None) -> int:
+        """The old log's head position, once its chain, authenticators and tree verified up to it and its newest
+        kept checkpoint holds; else an IntegrityViolation naming what broke."""
         head, _ = old.kernel.store.head()
         with _bar(progress, "verifying the old ledger", head) as tick:
             report = old.audit.verify(tick)
@@ -224,11 +227,12 @@ class CarryCommands:
                     "check it with `compliance-ledger --home OLD_HOME verify --checkpoint` and the witnesses' copies",
                     position=finding.size,
                 )
+        return report.head_position
 
-    def _blocks(self, old: OldLedger) -> dict[str, _Block]:
+    def _blocks(self, old: OldLedger, head: int) -> dict[str, _Block]:
         """The old ledger's blocks by id, in the order they were remembered, each with its state at the head."""
         blocks: dict[str, _Block] = {}
-        for rec in old.kernel.store.iter_events(types=_BLOCK_TYPES):
+        for rec in old.kernel.store.iter_events(0, head, types=_BLOCK_TYPES):
             e = rec.event
             if isinstance(e, MemoryRemembered):
                 blocks.setdefault(e.block_id, _Block(e.block_id, rec.position, e))

@@ -166,11 +166,11 @@ class TransparencyCommands:
         with self.kernel.store.lease(TLOG_LEASE, wait=True, hold=bound, patience=bound):
             return self._sign()
 
-    def sign_head(self) -> str:
-        """A checkpoint note of the whole tree signed with the ledger's key, kept nowhere and sent to no witness:
-        the log stays as it was (``carry`` records the note in the ledger it carries this one to). The tree is the
-        stored one: verify the log first (:meth:`~ledger.audit.handlers.AuditCommands.verify` recomputes it)."""
-        size = self.kernel.store.tree_size()
+    def sign_head(self, size: int) -> str:
+        """A checkpoint note of the tree of ``size`` leaves signed with the ledger's key, kept nowhere and sent to no
+        witness: the log stays as it was (``carry`` records the note in the ledger it carries this one to). The tree
+        is the stored one: verify the log first (:meth:`~ledger.audit.handlers.AuditCommands.verify` recomputes it)."""
+        self._sizes(size)
         if size < 1:
             raise InvalidInput("the ledger holds no events to checkpoint", "run `compliance-ledger init` first")
         checkpoint = note.Checkpoint(self.origin, size, self.kernel.store.tree_root(size))
