@@ -4,12 +4,14 @@ plain :class:`~ledger.compose.LedgerSettings` it is fed, and a database URL with
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from api.settings import Settings
 from ledger import compose
 from ledger.compose import InitReport, LedgerSettings
 from ledger.core import clock as _clock
+from ledger.core.errors import NotInitialised
 from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ __all__ = [
     "ledger_settings",
     "open_ledger",
     "open_node",
+    "open_to_read",
     "redact",
     "search_index",
 ]
@@ -60,6 +63,34 @@ def ledger_settings(settings: Settings) -> LedgerSettings:
 def open_ledger(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
     """:func:`ledger.compose.open_ledger` with the environment's settings."""
     return compose.open_ledger(ledger_settings(settings), clock)
+
+
+def open_to_read(settings: Settings, clock: _clock.Clock = _clock.now) -> Ledger:
+    """An existing ledger opened to be read (the one ``carry`` carries from): its schema must be this program's and
+    its key files the ones it binds (:func:`ledger.compose.check_node_keys`), else it is refused saying what to run
+    or copy. No key file, event or DDL is written, and its search index is not loaded."""
+    from ledger.core.storage import make_engine, migration
+
+    plain = ledger_settings(settings)
+    missing = NotInitialised(
+        f"{redact(plain.db_url)} holds no ledger to read",
+        "check the database URL and home that name the old ledger (--from-db, --from-home)",
+    )
+    if (
+        plain.db_url.startswith("sqlite:///")
+        and not Path(plain.db_url.removeprefix("sqlite:///")).expanduser().exists()
+    ):
+        raise missing  # not even a file: none is made (nor its directory)
+    engine = make_engine(plain.db_url, plain.timeouts)
+    try:
+        state = migration.schema_state(engine)
+        if state.absent:
+            raise missing
+        migration.require_current(state, command="compliance-ledger --home OLD_HOME [--db OLD_URL] migrate")
+        compose.check_node_keys(plain, engine, clock)
+    finally:
+        engine.dispose()
+    return compose.open_ledger(plain, clock, embedder=lambda: (False, "BM25 alone: a ledger opened to be read"))
 
 
 def initialise(

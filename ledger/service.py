@@ -9,13 +9,15 @@ credential, never from a tool argument.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ledger.anchor.handlers import AnchorCommands
+from ledger.audit.carry import CarryCommands, OldLedger
 from ledger.audit.checkpoints import Checkpointer
 from ledger.audit.erasure import ErasureCommands
 from ledger.audit.handlers import AuditCommands, ProgressBars
-from ledger.audit.report import CheckpointFinding, ErasureResult, Replay
+from ledger.audit.report import CarryResult, CheckpointFinding, ErasureResult, Replay
 from ledger.audit.settings import SettingsCommands
 from ledger.audit.transparency import Signed, TransparencyCommands
 from ledger.brain.handlers import BrainCommands
@@ -47,6 +49,7 @@ __all__ = [
     "API_KEYS_STREAM",
     "Actor",
     "CapabilityConfig",
+    "CarryResult",
     "CheckpointFinding",
     "Checkpointer",
     "ErasureResult",
@@ -128,6 +131,7 @@ class Ledger:
         self.hooks = HookCommands(self.kernel)
         self.erasure = ErasureCommands(self.kernel, self.memory)
         self.settings = SettingsCommands(self.kernel)
+        self.carrying = CarryCommands(self.kernel, self.memory, self.transparency)
 
         # --- the log: identity, chain, checkpoints, replays (ledger.audit) ---------------------------------------
         self.initialise = self.audit.initialise
@@ -151,6 +155,7 @@ class Ledger:
         self.checkpointer = self.audit.checkpointer
         self.erase_block = self.erasure.erase_block
         self.erase_session = self.erasure.erase_session
+        # carry_from (below): an old ledger's live memory into this new one, anchored by the old key's signed note
         # --- the transparency log: checkpoints, proofs, bundles (ledger.audit.transparency) ---------------------
         self.tlog_vkey = self.transparency.vkey
         self.tlog_origin = lambda: self.transparency.origin
@@ -231,6 +236,21 @@ class Ledger:
         """A session's working directory as clock-in would take it (absolute, existing, under the project roots),
         or ``InvalidInput`` saying what to send instead."""
         return str(project.check_working_dir(working_dir, self.project_roots))
+
+    def carry_from(
+        self,
+        actor: Actor,
+        old: Ledger,
+        without: Sequence[str] = (),
+        progress: ProgressBars | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> CarryResult:
+        """Carry ``old``'s live memory blocks into this new ledger, encrypted under its data keys, and record the
+        old head's checkpoint note signed by ``old``'s key (:mod:`ledger.audit.carry`); ``old`` is only read.
+        ``dry_run``: every check, and what would be carried, with nothing written."""
+        source = OldLedger(old.kernel, old.audit, old.transparency)
+        return self.carrying.carry(actor, source, without, progress, dry_run=dry_run)
 
     # --- what the kernel holds --------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import typer.core
 from api.cli import (
     anchor,
     audit,
+    carry,
     connect,
     decisions,
     doctor,
@@ -121,6 +122,7 @@ setup.register(app)
 servers.register(app)
 connect.register(app)
 audit.register(app)
+carry.register(app)
 doctor.register(app)
 keys.register(app)
 decisions.register(app)

@@ -9,8 +9,8 @@ the text now reads as erased); on SQLite every delete zeroed what it removed (``
 and the WAL is checkpointed and truncated.
 
 A block or session written before encryption keeps its text in the log's bytes: the result says so
-(``plaintext_in_log`` / ``plaintext_events``) and the documented way out is a signed migration to a new, encrypted
-ledger.
+(``plaintext_in_log`` / ``plaintext_events``) and the documented way out is ``compliance-ledger carry``
+(:mod:`ledger.audit.carry`): the live memory moved to a new, encrypted ledger, the move signed by this one's key.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from ledger.memory.handlers import MemoryCommands
 
 LEGACY_NOTE = (
     "written before encryption: its text stays in the log's bytes (the chain covers them); derived copies were "
-    "purged. To remove it from the log too, move the ledger to a new, encrypted one (docs: 'Erasure')."
+    "purged. To remove it from the log too, move the ledger to a new, encrypted one with `compliance-ledger carry` "
+    "(run on a new ledger: `compliance-ledger --home NEW_HOME carry --from-home OLD_HOME --yes`; erased blocks and "
+    "every session stay behind, and a checkpoint note signed by this ledger's key records the move), then destroy "
+    "this database once its retention ends (README 'Erasure')."
 )
 _ERASED_HINT = "the text was erased and cannot be read again; nothing is left to show"
 

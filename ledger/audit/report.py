@@ -41,6 +41,29 @@ class ErasureResult(BaseModel):
 
 
 @dataclass(frozen=True)
+class CarryResult:
+    """An older ledger's live memory carried into this one (``LedgerCarried`` at ``position``): the old ledger's
+    origin, the checkpoint note of its head its key signed (``vkey`` opens it), the blocks carried (``archived``
+    of them archived here, as they were there) and the old block ids left out, by why (``without``, ``erased``,
+    ``forgotten``, ``present``: this ledger already held the text)."""
+
+    origin: str
+    checkpoint: str
+    vkey: str
+    head_position: int
+    head_hash: str
+    position: int
+    carried: int
+    archived: int
+    left_out: dict[str, list[str]]
+    resumed: int = 0  # blocks an earlier, interrupted carry from the same ledger had already carried
+
+    @property
+    def left_out_count(self) -> int:
+        return sum(len(ids) for ids in self.left_out.values())
+
+
+@dataclass(frozen=True)
 class CheckpointFinding:
     """One checkpoint checked against the log: ``problem`` is None when the log still holds it."""
 

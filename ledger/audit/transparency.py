@@ -166,6 +166,16 @@ class TransparencyCommands:
         with self.kernel.store.lease(TLOG_LEASE, wait=True, hold=bound, patience=bound):
             return self._sign()
 
+    def sign_head(self, size: int) -> str:
+        """A checkpoint note of the tree of ``size`` leaves signed with the ledger's key, kept nowhere and sent to no
+        witness: the log stays as it was (``carry`` records the note in the ledger it carries this one to). The tree
+        is the stored one: verify the log first (:meth:`~ledger.audit.handlers.AuditCommands.verify` recomputes it)."""
+        self._sizes(size)
+        if size < 1:
+            raise InvalidInput("the ledger holds no events to checkpoint", "run `compliance-ledger init` first")
+        checkpoint = note.Checkpoint(self.origin, size, self.kernel.store.tree_root(size))
+        return note.sign(checkpoint.text, self._signer())
+
     def sign_checkpoint_if(self, due: Callable[[Signed | None, int], bool]) -> Signed | None:
         """Sign a checkpoint when ``due(newest kept checkpoint, tree size)`` says so, as the one node doing it: a
         node that finds another signing skips (``None``), as it does when nothing is due. ``due`` sees the newest

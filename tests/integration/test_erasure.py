@@ -138,6 +138,7 @@ def test_erasing_a_block_written_before_encryption_says_what_stays(
 
     erased = ledger.erase_block(OPERATOR, block_id, "erasure request #14")
     assert erased.plaintext_in_log and erased.note is not None and "log's bytes" in erased.note
+    assert "`compliance-ledger carry`" in erased.note  # the way out, by name (tests/integration/test_carry.py)
     assert ledger.search(ALICE, sid, WORD).results == []
     assert ledger.verify().ok
     assert leaked(ledger, db_url, tmp_path, WORD)  # as the result says: the log's own bytes keep the text

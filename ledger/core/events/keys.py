@@ -36,6 +36,28 @@ class RowKeyBound(DomainEvent):
     vouched_through: int
 
 
+class LedgerCarried(DomainEvent):
+    """The live memory blocks of an older ledger (``origin``) were carried into this one, encrypted under this
+    ledger's data keys (``compliance-ledger carry``). ``checkpoint`` is a C2SP checkpoint note of the old log's
+    head (``head_position`` events, the last hashing to ``head_hash``), signed by the old ledger's key, whose note
+    verifier key is ``vkey``: what proves the old history, which stays in the old database. ``left_out`` names
+    the old blocks not carried, by why (``without``: the operator named them; ``erased``, ``forgotten``: gone in
+    the old ledger; ``present``: this ledger already held the same text, e.g. the constitution ``init`` wrote).
+    The event holds no block text."""
+
+    type_name: ClassVar[str] = "LedgerCarried"
+    texts: ClassVar[Texts] = Texts(ledger=("origin", "checkpoint", "vkey", "head_hash", "left_out"))
+    origin: str
+    checkpoint: str
+    vkey: str
+    head_position: int
+    head_hash: str
+    blocks_carried: int
+    blocks_archived: int  # of those carried, archived (or superseded) in the old ledger: archived here too
+    blocks_left_out: int
+    left_out: dict[str, list[str]]
+
+
 KeyRole = Literal["agent", "auditor", "admin"]
 
 

@@ -15,7 +15,14 @@ from ledger.core.events.anchor import (
 from ledger.core.events.base import DomainEvent
 from ledger.core.events.enforcement import ParameterChecked, TaskWorkRecorded
 from ledger.core.events.hooks import StopHookDecided, TurnStarted
-from ledger.core.events.keys import ApiKeyIssued, ApiKeyRevoked, LedgerInitialised, RowKeyBound, SigningKeyBound
+from ledger.core.events.keys import (
+    ApiKeyIssued,
+    ApiKeyRevoked,
+    LedgerCarried,
+    LedgerInitialised,
+    RowKeyBound,
+    SigningKeyBound,
+)
 from ledger.core.events.memory import (
     ContradictionFlagged,
     MemoryArchived,
@@ -46,6 +53,7 @@ VOCABULARY: tuple[type[DomainEvent], ...] = (
     SigningKeyBound,
     RowKeyBound,
     SettingsApplied,
+    LedgerCarried,
     ApiKeyIssued,
     ApiKeyRevoked,
     SessionStarted,
