@@ -10,7 +10,7 @@ the ledger's own errors.
 One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine`
 (engines and their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock),
 :mod:`.connection` (write transactions and read cursors), :mod:`.leases` (work one node at a time does),
-:mod:`.rate_buckets` (the cluster-wide rate limit's counters), :mod:`.group_commit` (appends), :mod:`.reads`
+:mod:`.rate_buckets` (the cluster-wide rate limit's counters), :mod:`.group_commit` (appends; :mod:`.pending`, one queued append), :mod:`.reads`
 (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
 sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
 :mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
@@ -27,8 +27,8 @@ from ledger.core.storage.contract import EventStore, LedgerStore, ReadModelTable
 from ledger.core.storage.driver_errors import classify_driver_error, translate_errors
 from ledger.core.storage.engine import SQLITE_CACHE_KIB, make_engine, normalise_url
 from ledger.core.storage.fair_lock import _write_lock_path
-from ledger.core.storage.group_commit import MAX_GROUP
 from ledger.core.storage.memory import MemoryStore
+from ledger.core.storage.pending import MAX_GROUP
 from ledger.core.storage.reads import StreamState
 from ledger.core.storage.schema import (
     APPEND_LOCK,

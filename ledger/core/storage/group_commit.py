@@ -3,13 +3,9 @@ transaction, each checked against its own expected version and chained after the
 
 from __future__ import annotations
 
-import copy
-import datetime as _dt
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from ledger.core import clock as _clock
@@ -21,6 +17,7 @@ from ledger.core.mapper import encode_all, encode_meta
 from ledger.core.sealed import VERSION as SEALED
 from ledger.core.sealed import NewKey
 from ledger.core.storage.driver_errors import classify_driver_error
+from ledger.core.storage.pending import _copy_error, _held_lock, _MemberRefused, _Pending
 from ledger.core.storage.schema import (
     _COLUMNS,
     _INSERT_CHUNK,
@@ -32,61 +29,6 @@ from ledger.core.storage.schema import (
     versions_and_auth_head_sql,
 )
 from ledger.core.storage.tree import Seal, StoreTree, Tree
-
-
-def _copy_error(exc: BaseException) -> BaseException:
-    try:
-        twin = copy.copy(exc)
-    except Exception:  # an exception class that cannot be rebuilt from its args: share the one instance
-        return exc
-    twin.__cause__ = exc.__cause__
-    return twin
-
-
-def _held_lock() -> Any:
-    lock = threading.Lock()
-    lock.acquire()
-    return lock
-
-
-class _MemberRefused(Exception):
-    """The database refused a row of a group written at once: write the group again, one member at a time."""
-
-
-MAX_GROUP = 64
-"""Most appends one group commit takes (each keeps its own version check, result and error)."""
-
-
-@dataclass(slots=True)
-class _Pending:
-    """One append waiting for a group commit: what to write, then its rows or its error."""
-
-    stream: str
-    expected_version: int
-    events: Sequence[DomainEvent]
-    encoded: list[tuple[str, int, str]]
-    meta: dict[str, Any]
-    meta_json: str
-    keys: list[NewKey]  # data keys made for it: written with its rows
-    rows: list[tuple[Any, ...]] | None = None
-    recorded_at: _dt.datetime | None = None
-    error: BaseException | None = None
-    done: bool = False
-    # Held while the append waits in the queue; the leader releases it when the append is done or leads next.
-    # One lock per waiter wakes exactly that thread (a shared condition woke every waiter for every group).
-    wake: Any = None
-
-    def outcome(self) -> list[RecordedEvent]:
-        if self.error is not None:
-            raise self.error
-        assert self.rows is not None and self.recorded_at is not None
-        # Build the result from the typed events already in hand instead of decoding the rows again.
-        at = self.recorded_at
-        meta = MappingProxyType(dict(self.meta))
-        return [
-            RecordedEvent(r[0], self.stream, r[2], at, meta, e, r[9])
-            for r, e in zip(self.rows, self.events, strict=True)
-        ]
 
 
 class GroupCommit(StoreTree):

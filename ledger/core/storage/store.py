@@ -17,7 +17,7 @@ from ledger.core.storage import rate_buckets
 from ledger.core.storage.authenticator import RowKey
 from ledger.core.storage.driver_errors import translate_errors
 from ledger.core.storage.engine import make_engine
-from ledger.core.storage.group_commit import MAX_GROUP
+from ledger.core.storage.pending import MAX_GROUP
 from ledger.core.storage.schema import (
     _LEDGER_OID,
     _METADATA,
