@@ -7,18 +7,17 @@ file queue on a fair lock file beside it (``<db>.writelock``) rather than in SQL
 concurrent appends of one process share one transaction (group commit). Driver errors are translated here into
 the ledger's own errors.
 
-One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine`
-(engines and their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock),
-:mod:`.connection` (write transactions and read cursors), :mod:`.leases` (work one node at a time does),
-:mod:`.rate_buckets` (the cluster-wide rate limit's counters), :mod:`.group_commit` (appends; :mod:`.pending`, one queued append), :mod:`.reads`
-(reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log tree:
-sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
-:mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version
-and the migration lock), :mod:`.nodes` (the nodes that served, as they announced themselves) and :mod:`.store`
-(the :class:`SqlEventStore` they make). :mod:`.contract` states what the
-ledger asks of a store (:class:`EventStore`, :class:`LedgerStore`), and :mod:`.memory` is its second
-implementation, :class:`MemoryStore` (its read models' tables in :mod:`.side_tables`); :mod:`.proofs` holds the
-tree's roots and proofs, written once for both.
+One concept a module: :mod:`.schema` (the table, its triggers, lock keys and SQL texts), :mod:`.engine` (engines and
+their URLs), :mod:`.driver_errors`, :mod:`.fair_lock` (SQLite's cross-process write lock), :mod:`.connection` (write
+transactions and read cursors), :mod:`.leases` (work one node at a time does), :mod:`.rate_buckets` (the
+cluster-wide rate limit's counters), :mod:`.group_commit` (appends; :mod:`.pending`, one queued append),
+:mod:`.reads` (reads and paging), :mod:`.authenticator` (the row authenticators), :mod:`.tree` (the transparency-log
+tree: sizes, roots, proofs, growth), :mod:`.verify` (the full check of chain, authenticators and tree),
+:mod:`.upgrade` (authenticating a ledger from before authenticators), :mod:`.migration` (the schema's version and
+the migration lock), :mod:`.nodes` (the nodes that served, as they announced themselves) and :mod:`.store` (the
+:class:`SqlEventStore` they make). :mod:`.contract` states what the ledger asks of a store (:class:`EventStore`,
+:class:`LedgerStore`), and :mod:`.memory` is its second implementation, :class:`MemoryStore` (its read models'
+tables in :mod:`.side_tables`); :mod:`.proofs` holds the tree's roots and proofs, written once for both.
 """
 
 from ledger.core.storage import leases, rate_buckets
