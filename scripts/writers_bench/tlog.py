@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import secrets
 import time
 from pathlib import Path
@@ -110,10 +111,21 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
     }
 
 
+COMMIT_LAYOUTS = (
+    "events only",
+    "with authenticator and hashes",
+    "both in one side table",
+    "both in the events row",
+)
+
+
 def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str, float]:
     """What two more rows in two more tables cost a commit on a SQLite file, outside the ledger's code: raw
     sqlite3 on the store's own schema (WAL, ``synchronous=FULL``), one events row per transaction alone, or with
-    an ``event_auth`` row and two ``tlog_hashes`` rows, interleaved; median µs per commit."""
+    an ``event_auth`` row and two ``tlog_hashes`` rows, interleaved; median µs per commit. Two other layouts of
+    the same bytes are measured beside them, for what a change of schema would save: the authenticator and the
+    leaf's hashes in *one* side table (a row per event), and in two more columns of the events row itself (a copy
+    of the events table with its indexes and triggers)."""
     import sqlite3
 
     from ledger.core.chain import GENESIS_HASH
@@ -124,30 +136,48 @@ def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str
     conn = sqlite3.connect(str(path), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    insert = (
-        "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, "
-        "hash) VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{}', ?, ?, ?)"
+    columns = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+    insert = f"INSERT INTO events ({columns}) VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{{}}', ?, ?, ?)"
+    # The events table's copy, with its indexes and triggers, and two more columns for the authenticator and hashes
+    schema = "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND sql IS NOT NULL"
+    for (ddl,) in conn.execute(schema).fetchall():
+        conn.execute(re.sub(r"\bevents\b", "events_wide", re.sub(r"\b(ix_\w+|events_\w+)\b", r"\1_wide", ddl)))
+    conn.execute("ALTER TABLE events_wide ADD COLUMN mac BLOB")
+    conn.execute("ALTER TABLE events_wide ADD COLUMN tlog BLOB")
+    conn.execute("CREATE TABLE tlog_rows (position INTEGER PRIMARY KEY, mac BLOB NOT NULL, hashes BLOB NOT NULL)")
+    wide = (
+        f"INSERT INTO events_wide ({columns}, mac, tlog) "
+        "VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{}', ?, ?, ?, ?, ?)"
     )
-    position, prev, ids = 0, GENESIS_HASH, 0
-    times: dict[str, list[float]] = {"events only": [], "with authenticator and hashes": []}
+    heads = {"events": (0, GENESIS_HASH), "events_wide": (0, GENESIS_HASH)}
+    ids = 0
+    times: dict[str, list[float]] = {name: [] for name in COMMIT_LAYOUTS}
     for _ in range(rounds):
         for name in times:
+            table = "events_wide" if name == COMMIT_LAYOUTS[3] else "events"
+            position, prev = heads[table]
             t0 = time.perf_counter()
             for _ in range(commits):
                 position += 1
                 digest = secrets.token_hex(32)
                 conn.execute("BEGIN IMMEDIATE")
                 row = (position, f"session:{position % 50}", position, "x" * 300, f"{position:020d}", prev, digest)
-                conn.execute(insert, row)
-                if name != "events only":
+                if table == "events_wide":
+                    conn.execute(wide, (*row, os.urandom(32), os.urandom(64)))
+                else:
+                    conn.execute(insert, row)
+                if name == COMMIT_LAYOUTS[1]:
                     conn.execute("INSERT INTO event_auth (position, mac) VALUES (?, ?)", (position, os.urandom(32)))
                     conn.execute(
                         "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?), (?, ?)",
                         (ids, os.urandom(32), ids + 1, os.urandom(32)),
                     )
                     ids += 2
+                elif name == COMMIT_LAYOUTS[2]:
+                    conn.execute("INSERT INTO tlog_rows VALUES (?, ?, ?)", (position, os.urandom(32), os.urandom(64)))
                 conn.execute("COMMIT")
                 prev = digest
+            heads[table] = (position, prev)
             times[name].append((time.perf_counter() - t0) / commits * 1e6)
     conn.close()
     return {name: median(values) for name, values in times.items()}
