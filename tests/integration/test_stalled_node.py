@@ -130,3 +130,23 @@ def test_the_ledgers_postgresql_sessions_bound_idle_transactions_and_probe_dead_
 def test_keepalives_can_be_left_to_the_system() -> None:
     assert keepalive_args(Timeouts(keepalive=0)) == {"keepalives": 1}
     assert "tcp_keepalives" not in session_settings(Timeouts(keepalive=0))
+
+
+def test_the_health_probe_names_its_sessions_apart_from_the_ledgers(pg_url: str) -> None:
+    """The probe takes the write lock for a moment: its sessions carry the node's name with "(health probe)", so
+    whoever looks for the node that holds the lock (an operator in pg_locks, the cluster test) can tell the two."""
+    name = f"node-{os.getpid()}-{time.monotonic_ns()}"
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}application_name={name}"
+    store = SqlEventStore(make_engine(url), row_key=TEST_ROW_KEY)
+    store.create_schema()
+    try:
+        store.append("session:p", 0, [started("p")], META)
+        assert not store.probe().busy
+        with store.read_cursor() as cur:
+            cur.execute(
+                "SELECT DISTINCT application_name FROM pg_stat_activity WHERE application_name LIKE %s", (f"{name}%",)
+            )
+            names = {row[0] for row in cur.fetchall()}
+        assert names == {name, f"{name} (health probe)"}
+    finally:
+        store.dispose()
