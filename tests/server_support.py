@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -130,3 +131,45 @@ def compliance_ledger_serve(
         reader.join(timeout=READY_WITHIN)  # the pipe ends with the process
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+def ledger_cli(home: Path, url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``compliance-ledger ARGS`` in a subprocess with ``home`` and ``url``, waited for (bounded by
+    :data:`READY_WITHIN` only to turn a hang into a failure)."""
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args],
+        env={**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **env},
+        capture_output=True,
+        text=True,
+        timeout=READY_WITHIN,
+    )
+
+
+def homes_sharing_keys(tmp_path: Path, url: str, nodes: int, **env: str) -> list[Path]:
+    """``init`` once, then a home per node with the ledger's two key files copied into it (what the README says
+    nodes share): ``tmp_path/node0`` … ``node{nodes - 1}``."""
+    first = tmp_path / "node0"
+    done = ledger_cli(first, url, "init", "--no-seed", **env)
+    assert done.returncode == 0, done.stderr
+    homes = [first]
+    for n in range(1, nodes):
+        home = tmp_path / f"node{n}"
+        home.mkdir()
+        for name in ("receipt.key", "signing.key"):
+            shutil.copy2(first / name, home / name)
+        homes.append(home)
+    return homes
+
+
+def python_child(script: str, *args: str) -> subprocess.Popen[str]:
+    """``python -c SCRIPT ARGS`` with this repository importable, talking on stdin and stdout (text): a process of
+    its own for a test to pause, resume or kill."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert child.stdin is not None and child.stdout is not None
+    return child

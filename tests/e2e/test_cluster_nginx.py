@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -34,7 +31,14 @@ import pytest
 
 from ledger.core.storage import APPEND_LOCK
 from tests.nginx_support import nginx_binary, nginx_in_front_of
-from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve, wait_until
+from tests.server_support import (
+    HTTP_TIMEOUT,
+    READY_WITHIN,
+    compliance_ledger_serve,
+    homes_sharing_keys,
+    ledger_cli,
+    wait_until,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -54,28 +58,7 @@ RESUME_WITHIN = _dt.timedelta(seconds=10)  # the issue's bound on writes resumin
 
 
 def cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        env={**os.environ, **NODE_ENV, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=READY_WITHIN,
-    )
-
-
-def homes_sharing_keys(tmp_path: Path, url: str, nodes: int) -> list[Path]:
-    """``init`` once; every node's home gets the ledger's two key files (what the README says nodes share)."""
-    first = tmp_path / "node0"
-    done = cli(first, url, "init", "--no-seed")
-    assert done.returncode == 0, done.stderr
-    homes = [first]
-    for n in range(1, nodes):
-        home = tmp_path / f"node{n}"
-        home.mkdir()
-        for name in ("receipt.key", "signing.key"):
-            shutil.copy2(first / name, home / name)
-        homes.append(home)
-    return homes
+    return ledger_cli(home, url, *args, **NODE_ENV)
 
 
 def with_param(url: str, name: str, value: str) -> str:
@@ -236,7 +219,7 @@ def failing(line: str) -> bool:
 
 def test_three_nodes_behind_nginx_survive_a_kill_and_a_freeze(tmp_path: Path, pg_url: str) -> None:
     nginx_binary()  # skip (fail in CI) before starting anything
-    homes = homes_sharing_keys(tmp_path, pg_url, 3)
+    homes = homes_sharing_keys(tmp_path, pg_url, 3, **NODE_ENV)
     procs: list[list[subprocess.Popen[str]]] = [[] for _ in homes]
     said: list[list[str]] = [[] for _ in homes]
     failures: list[BaseException] = []

@@ -4,10 +4,8 @@ with the command to run, and ``migrate`` (safe from several processes at once) b
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,32 +18,21 @@ from api.bootstrap import initialise
 from api.settings import Settings
 from ledger.core.storage import APPEND_LOCK, make_engine, migration
 from ledger.service import Actor
-from tests.server_support import HTTP_TIMEOUT, READY_WITHIN, compliance_ledger_serve, wait_until
+from tests.server_support import (
+    HTTP_TIMEOUT,
+    compliance_ledger_serve,
+    homes_sharing_keys,
+    ledger_cli,
+    wait_until,
+)
 
 
 def cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args],
-        env={**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=READY_WITHIN,
-    )
+    return ledger_cli(home, url, *args, COLUMNS="200")
 
 
 def initialised(tmp_path: Path, url: str, nodes: int) -> list[Path]:
-    """``init`` once, then a home per node with the ledger's two key files copied into it."""
-    first = tmp_path / "node0"
-    done = cli(first, url, "init", "--no-seed")
-    assert done.returncode == 0, done.stderr
-    homes = [first]
-    for n in range(1, nodes):
-        home = tmp_path / f"node{n}"
-        home.mkdir()
-        for name in ("receipt.key", "signing.key"):
-            shutil.copy2(first / name, home / name)
-        homes.append(home)
-    return homes
+    return homes_sharing_keys(tmp_path, url, nodes, COLUMNS="200")
 
 
 def healthy(base: str) -> bool:

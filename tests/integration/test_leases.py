@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 from ledger.core.errors import StoreBusy
 from ledger.core.limits import Timeouts
 from ledger.core.storage import CONSOLIDATE_LEASE, TLOG_LEASE, MemoryStore, SqlEventStore, make_engine
-from tests.server_support import READY_WITHIN
+from tests.server_support import READY_WITHIN, python_child
 from tests.store_support import TEST_ROW_KEY
 
 
@@ -121,14 +119,7 @@ STALLED = textwrap.dedent(
 
 def test_a_node_stopped_holding_a_lease_loses_it(pg_url: str) -> None:
     other = store_on(pg_url)
-    root = Path(__file__).resolve().parents[2]
-    node = subprocess.Popen(
-        [sys.executable, "-c", STALLED, pg_url],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
+    node = python_child(STALLED, pg_url)
     assert node.stdin is not None and node.stdout is not None
     try:
         assert node.stdout.readline().strip() == "held"

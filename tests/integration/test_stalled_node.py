@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
-from pathlib import Path
 
 from ledger.core.errors import StoreBusy
 from ledger.core.limits import Timeouts
 from ledger.core.storage import APPEND_LOCK, SqlEventStore, make_engine
 from ledger.core.storage.engine import keepalive_args, session_settings
 from tests.integration.test_store_contract import META, started
-from tests.server_support import READY_WITHIN
+from tests.server_support import READY_WITHIN, python_child
 from tests.store_support import TEST_ROW_KEY
 
 # The stalled node: its append takes the write lock, says so, and waits for a line on stdin before writing its rows
@@ -54,14 +51,7 @@ STALLED = textwrap.dedent(
 def test_a_node_stopped_holding_the_write_lock_loses_it_and_its_append_fails_when_it_resumes(pg_url: str) -> None:
     other = SqlEventStore(make_engine(pg_url, Timeouts(lock=1)), row_key=TEST_ROW_KEY)
     other.create_schema()
-    root = Path(__file__).resolve().parents[2]
-    node = subprocess.Popen(
-        [sys.executable, "-c", STALLED, pg_url],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
+    node = python_child(STALLED, pg_url)
     assert node.stdin is not None and node.stdout is not None
     try:
         assert node.stdout.readline().strip() == "locked"
