@@ -161,9 +161,11 @@ def homes_sharing_keys(tmp_path: Path, url: str, nodes: int, **env: str) -> list
     return homes
 
 
-def python_child(script: str, *args: str) -> subprocess.Popen[str]:
+@contextmanager
+def python_child(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
     """``python -c SCRIPT ARGS`` with this repository importable, talking on stdin and stdout (text): a process of
-    its own for a test to pause, resume or kill."""
+    its own for a test to pause (SIGSTOP), resume (:func:`resume`) or kill; resumed and killed afterwards if it is
+    still there, also when the test failed."""
     child = subprocess.Popen(
         [sys.executable, "-c", script, *args],
         stdin=subprocess.PIPE,
@@ -172,4 +174,24 @@ def python_child(script: str, *args: str) -> subprocess.Popen[str]:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert child.stdin is not None and child.stdout is not None
-    return child
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGCONT)
+            child.kill()
+        child.wait()
+        child.stdin.close()
+        child.stdout.close()
+
+
+def resume(child: subprocess.Popen[str]) -> str:
+    """Resume a stopped :func:`python_child`, tell it to go on (a line on its stdin) and return the line it
+    answers, once it has exited."""
+    assert child.stdin is not None and child.stdout is not None
+    os.kill(child.pid, signal.SIGCONT)
+    child.stdin.write("go on\n")
+    child.stdin.flush()
+    said = child.stdout.readline().strip()
+    child.wait(timeout=READY_WITHIN)
+    return said

@@ -16,7 +16,7 @@ import pytest
 from ledger.core.errors import StoreBusy
 from ledger.core.limits import Timeouts
 from ledger.core.storage import CONSOLIDATE_LEASE, TLOG_LEASE, MemoryStore, SqlEventStore, make_engine
-from tests.server_support import READY_WITHIN, python_child
+from tests.server_support import READY_WITHIN, python_child, resume
 from tests.store_support import TEST_ROW_KEY
 
 
@@ -119,26 +119,15 @@ STALLED = textwrap.dedent(
 
 def test_a_node_stopped_holding_a_lease_loses_it(pg_url: str) -> None:
     other = store_on(pg_url)
-    node = python_child(STALLED, pg_url)
-    assert node.stdin is not None and node.stdout is not None
     try:
-        assert node.stdout.readline().strip() == "held"
-        os.kill(node.pid, signal.SIGSTOP)
-        # waits (bounded only to turn a hang into a failure) until the server ends the stopped node's session
-        with other.lease(CONSOLIDATE_LEASE, wait=True, patience=READY_WITHIN) as taken:
-            pass
-        os.kill(node.pid, signal.SIGCONT)
-        node.stdin.write("go on\n")
-        node.stdin.flush()
-        outcome = node.stdout.readline().strip()
-        node.wait(timeout=READY_WITHIN)
+        with python_child(STALLED, pg_url) as node:
+            assert node.stdout is not None and node.stdout.readline().strip() == "held"
+            os.kill(node.pid, signal.SIGSTOP)
+            # waits (bounded only to turn a hang into a failure) until the server ends the stopped node's session
+            with other.lease(CONSOLIDATE_LEASE, wait=True, patience=READY_WITHIN) as taken:
+                pass
+            outcome = resume(node)
     finally:
-        if node.poll() is None:
-            os.kill(node.pid, signal.SIGCONT)
-            node.kill()
-        node.wait()
-        node.stdin.close()
-        node.stdout.close()
         other.dispose()
     assert taken is True
     assert outcome == "released" and node.returncode == 0  # the lost session is no error of the holder's

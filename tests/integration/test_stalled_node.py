@@ -14,7 +14,7 @@ from ledger.core.limits import Timeouts
 from ledger.core.storage import APPEND_LOCK, SqlEventStore, make_engine
 from ledger.core.storage.engine import keepalive_args, session_settings
 from tests.integration.test_store_contract import META, started
-from tests.server_support import READY_WITHIN, python_child
+from tests.server_support import READY_WITHIN, python_child, resume
 from tests.store_support import TEST_ROW_KEY
 
 # The stalled node: its append takes the write lock, says so, and waits for a line on stdin before writing its rows
@@ -51,40 +51,29 @@ STALLED = textwrap.dedent(
 def test_a_node_stopped_holding_the_write_lock_loses_it_and_its_append_fails_when_it_resumes(pg_url: str) -> None:
     other = SqlEventStore(make_engine(pg_url, Timeouts(lock=1)), row_key=TEST_ROW_KEY)
     other.create_schema()
-    node = python_child(STALLED, pg_url)
-    assert node.stdin is not None and node.stdout is not None
     try:
-        assert node.stdout.readline().strip() == "locked"
-        os.kill(node.pid, signal.SIGSTOP)
-        with other.read_cursor() as cur:  # the stopped node holds the write lock
-            cur.execute(
-                # this ledger's lock only (its first int is the oid of this schema's events table): other tests'
-                # ledgers on the same database hold write locks of their own
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 'events'::regclass::oid "
-                f"AND objid = {APPEND_LOCK} AND granted"
-            )
-            assert cur.fetchone()[0] == 1
-        # Another node writes again once the server has ended the stopped one's session (polled: each try waits at
-        # most its lock timeout; the deadline only turns a hang into a failure).
-        deadline = time.monotonic() + READY_WITHIN
-        while True:
-            try:
-                written = other.append("session:other", 0, [started("other")], META)
-                break
-            except StoreBusy:
-                assert time.monotonic() < deadline, "the stopped node kept the write lock"
-        os.kill(node.pid, signal.SIGCONT)
-        node.stdin.write("go on\n")
-        node.stdin.flush()
-        outcome = node.stdout.readline().strip()
-        node.wait(timeout=READY_WITHIN)
+        with python_child(STALLED, pg_url) as node:
+            assert node.stdout is not None and node.stdout.readline().strip() == "locked"
+            os.kill(node.pid, signal.SIGSTOP)
+            with other.read_cursor() as cur:  # the stopped node holds the write lock
+                cur.execute(
+                    # this ledger's lock only (its first int is the oid of this schema's events table): other
+                    # tests' ledgers on the same database hold write locks of their own
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                    f"AND classid = 'events'::regclass::oid AND objid = {APPEND_LOCK} AND granted"
+                )
+                assert cur.fetchone()[0] == 1
+            # Another node writes again once the server has ended the stopped one's session (polled: each try
+            # waits at most its lock timeout; the deadline only turns a hang into a failure).
+            deadline = time.monotonic() + READY_WITHIN
+            while True:
+                try:
+                    written = other.append("session:other", 0, [started("other")], META)
+                    break
+                except StoreBusy:
+                    assert time.monotonic() < deadline, "the stopped node kept the write lock"
+            outcome = resume(node)
     finally:
-        if node.poll() is None:
-            os.kill(node.pid, signal.SIGCONT)
-            node.kill()
-        node.wait()
-        node.stdin.close()
-        node.stdout.close()
         other.dispose()  # also when an assertion failed: no connection left for a later test's garbage collection
     assert written[0].position == 1
     assert outcome.startswith("StoreUnavailable"), outcome
