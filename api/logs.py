@@ -120,11 +120,35 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class ClosedConnectionReset(logging.Filter):
+    """SQLAlchemy's pool logs "Exception during reset or similar" at ERROR, with a traceback, when it rolls back a
+    pooled connection that the database had already closed — PostgreSQL ends a session left idle in its transaction
+    past the limit (a node that was stopped), or restarts. That is expected, and the pool discards the connection:
+    one WARNING line without the traceback says so instead. Every other record passes as it is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if (
+            record.name.startswith("sqlalchemy.pool")
+            and record.msg == "Exception during reset or similar"
+            and type(exc).__name__ in ("OperationalError", "InterfaceError")
+        ):
+            first = str(exc).strip().splitlines()
+            record.msg, record.args = (
+                "discarded a pooled connection the database had closed (%s)",
+                (first[0] if first else type(exc).__name__,),
+            )
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def configure(*, json_lines: bool, stream: IO[str] | None = None) -> None:
     """Send every log record to ``stream`` (stderr by default) in the chosen format, and this project's request
     and tool-call lines at level INFO (other loggers keep the root's level, WARNING by default)."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(ClosedConnectionReset())
     setattr(handler, _MARK, True)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _MARK, False)]:

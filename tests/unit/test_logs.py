@@ -81,3 +81,31 @@ def test_a_well_formed_request_id_is_kept_and_any_other_replaced() -> None:
     for bad in (None, "", "has space", "x" * 129, "-leading", "line\nbreak"):
         fresh = calls.request_id_from(bad)
         assert re.fullmatch(r"[0-9a-f]{16}", fresh), bad
+
+
+class OperationalError(Exception):
+    """Stands in for the driver's error (psycopg.OperationalError) in this pure test."""
+
+
+def test_a_pooled_connection_the_database_closed_is_one_warning_line_without_a_traceback(
+    restore_logging: None,
+) -> None:
+    out = io.StringIO()
+    logs.configure(json_lines=True, stream=out)
+    pool = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    try:
+        raise OperationalError("terminating connection due to idle-in-transaction timeout\nSSL connection closed")
+    except OperationalError:
+        pool.error("Exception during reset or similar", exc_info=True)
+    try:
+        raise ValueError("something else")
+    except ValueError:
+        pool.error("Exception during reset or similar", exc_info=True)
+    first, other = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["level"] == "warning"
+    assert first["message"] == (
+        "discarded a pooled connection the database had closed "
+        "(terminating connection due to idle-in-transaction timeout)"
+    )
+    assert "exception" not in first
+    assert other["level"] == "error" and "Traceback" in other["exception"]  # any other failure keeps its traceback
