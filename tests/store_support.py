@@ -12,15 +12,9 @@ from ledger.core.storage import RowKey, SqlEventStore
 TEST_ROW_KEY = RowKey(bytes(range(32)))
 """One fixed key: every store a test opens on one database, in any process, accepts the others' rows."""
 
-_INSERT = (
-    "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
 def insert_as_ledger(store: SqlEventStore, record: StoredRecord) -> None:
-    """Insert ``record`` at the head as the ledger would have: in one transaction with its authenticator (by the
-    store's key) and its leaf in the tree."""
+    """Insert ``record`` at the head as the ledger would have: with its authenticator (by the store's key) and its
+    leaf's tree hashes in the row."""
     row: tuple[Any, ...] = (
         record.position,
         record.stream,
@@ -34,6 +28,5 @@ def insert_as_ledger(store: SqlEventStore, record: StoredRecord) -> None:
         record.hash,
     )
     with store.write_transaction() as cur:
-        cur.execute(store.sql(_INSERT), row)
-        store._seal(cur, store._compact(cur, record.position - 1), [row])
+        store._insert(cur, [row], seal=store._sealing(store._compact(cur, record.position - 1), [row]))
     store._forget_head()

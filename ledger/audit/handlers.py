@@ -91,6 +91,11 @@ class AuditCommands:
             migration.require_current(schema)
         if not schema.current:
             self._migrate(progress)
+        else:  # a tree wiped behind the ledger's back (its rows' hashes) is derived: built again, checked as it goes
+            _, missing = store.pending_upgrade()
+            if missing:
+                with _bar(progress, "building the tree", missing) as tick:
+                    store.build_tree(tick)
         # The search index is derived: one built another way (another tokenizer, before provenance) is rebuilt
         # here, by init or migrate, never by a start (its build version is part of the schema's version).
         self.kernel.index.create_schema()
@@ -182,7 +187,8 @@ class AuditCommands:
         if bound is not None:
             raise IntegrityViolation(
                 f"this ledger's events carry authenticators (row key {bound.key_id} is bound on its ledger stream), "
-                "but their table is gone: it was dropped behind the ledger's back",
+                "but they are gone (their column, or before schema 3 their table): it was dropped behind the "
+                "ledger's back",
                 "restore the database from a backup: the ledger vouches for unauthenticated events only once, when a "
                 "ledger from before authenticators is upgraded",
             )

@@ -27,6 +27,7 @@ from ledger.core import receipt_key
 from ledger.core.errors import Conflict, IntegrityViolation, NotInitialised
 from ledger.core.events import LedgerInitialised, MemorySearched, RowKeyBound, SessionStarted, SigningKeyBound
 from ledger.core.storage import RowKey, SqlEventStore, make_engine, migration
+from ledger.core.storage.schema import LEGACY_REJECT_UPDATE
 from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
 from tests.conftest import LedgerFactory
@@ -108,29 +109,28 @@ def test_a_forged_row_never_enters_the_tree_and_nothing_chains_after_it(ledger: 
     with pytest.raises(IntegrityViolation):
         ledger.store.rebuild_tree()  # the tree is rebuilt over an authenticated log only
     # Even with the tree's hashes for it written too (all of them public), the forged row is not a leaf.
+    # (The guard on UPDATE lets a row's missing tree hashes be written: no trigger has to be dropped for this.)
     tree = _tree_after(ledger.store, size, forged)
-    raw(ledger.store, "INSERT INTO tlog_hashes (id, hash) VALUES " + ", ".join(["(?, ?)"] * len(tree)), _flat(tree))
+    raw(ledger.store, "UPDATE events SET tree = ? WHERE position = ?", (b"".join(tree), forged))
     with pytest.raises(IntegrityViolation, match=f"position {forged}"):
         ledger.store.tree_size()
 
 
 def test_another_rows_authenticator_does_not_authenticate_a_forged_row(ledger: Ledger) -> None:
     sid, forged = forge_at_head(ledger)
-    raw(
+    raw(  # allowed by the guard on UPDATE: the forged row has no authenticator to keep
         ledger.store,
-        "INSERT INTO event_auth (position, mac) SELECT ?, mac FROM event_auth WHERE position = ?",
-        (forged, forged - 1),
+        "UPDATE events SET mac = (SELECT mac FROM events WHERE position = ?) WHERE position = ?",
+        (forged - 1, forged),
     )
     with pytest.raises(IntegrityViolation, match=f"the event at position {forged} has a wrong authenticator"):
         ledger.assert_compliance(ALICE, sid)
 
 
-def _tree_after(store: SqlEventStore, size: int, position: int) -> list[tuple[int, bytes]]:
+def _tree_after(store: SqlEventStore, size: int, position: int) -> list[bytes]:
     """The stored hashes a tree of ``size`` leaves would add for the event at ``position``."""
     leaf = merkle.leaf_hash(bytes.fromhex(_raw_hash(store, position)))
-    hashes = merkle.new_stored_hashes(size, leaf, store.tree_hashes)
-    first = merkle.stored_hash_index(0, size)
-    return [(first + i, h) for i, h in enumerate(hashes)]
+    return merkle.new_stored_hashes(size, leaf, store.tree_hashes)
 
 
 def _raw_hash(store: SqlEventStore, position: int) -> str:
@@ -139,16 +139,12 @@ def _raw_hash(store: SqlEventStore, position: int) -> str:
         return str(cur.fetchone()[0])
 
 
-def _flat(pairs: list[tuple[int, bytes]]) -> list[Any]:
-    return [value for pair in pairs for value in pair]
-
-
 # --- a ledger from before authenticators and the tree -----------------------------------------------------------
 
 
 def old_ledger(tmp_path: Path, url: str, sessions: int = 3) -> tuple[Settings, int]:
-    """A ledger as the code before authenticators wrote it: events only (no ``event_auth``, no ``tlog_hashes``),
-    bound to its receipt and signing keys; returns its settings and head."""
+    """A ledger as the code before authenticators wrote it: events only (no ``mac`` and ``tree`` columns, every
+    UPDATE refused), bound to its receipt and signing keys; returns its settings and head."""
     settings = Settings(home=tmp_path, database_url=url)  # type: ignore[call-arg]
     key, _ = receipt_key.create_key(settings.key_path)
     from ledger.core import signing
@@ -156,8 +152,6 @@ def old_ledger(tmp_path: Path, url: str, sessions: int = 3) -> tuple[Settings, i
     signer, _ = signing.create_signing_key(settings.signing_key_path)
     store = SqlEventStore(make_engine(url), row_key=None, _tlog=False)
     store.create_schema()
-    raw(store, "DROP TABLE event_auth")
-    raw(store, "DROP TABLE tlog_hashes")
     public = signer.public
     store.append(
         "ledger",
@@ -176,6 +170,13 @@ def old_ledger(tmp_path: Path, url: str, sessions: int = 3) -> tuple[Settings, i
             f"session:{sid}", 1, [MemorySearched(session_id=sid, query="q", limit=5, result_ids=[], count=0)], meta
         )
     head = store.head()[0]
+    if store.dialect == "sqlite":  # a column a trigger names cannot be dropped
+        raw(store, "DROP TRIGGER events_reject_update")
+        raw(store, "ALTER TABLE events DROP COLUMN mac")
+        raw(store, "ALTER TABLE events DROP COLUMN tree")
+        raw(store, LEGACY_REJECT_UPDATE)
+    else:
+        raw(store, "ALTER TABLE events DROP COLUMN mac, DROP COLUMN tree")
     store.dispose()
     return settings, head
 
@@ -263,12 +264,14 @@ def test_an_old_ledger_with_another_receipt_key_is_not_vouched_for(tmp_path: Pat
     engine.dispose()
 
 
-def test_a_dropped_table_of_authenticators_is_not_taken_for_an_old_ledger(
+def test_dropped_authenticators_are_not_taken_for_an_old_ledger(
     make_ledger: LedgerFactory, tmp_path: Path, db_url: str
 ) -> None:
     ledger = make_ledger(db_url)
     _, forged = forge_at_head(ledger)
-    raw(ledger.store, "DROP TABLE event_auth")  # what an attacker with DDL rights could try: "upgrade" me again
+    if ledger.store.dialect == "sqlite":  # what an attacker with DDL rights could try: "upgrade" me again
+        raw(ledger.store, "DROP TRIGGER events_reject_update")
+    raw(ledger.store, "ALTER TABLE events DROP COLUMN mac")
     ledger.store.dispose()
     with pytest.raises(IntegrityViolation, match="it was dropped behind the ledger's back"):
         make_ledger(db_url)
@@ -278,11 +281,16 @@ def test_a_dropped_table_of_authenticators_is_not_taken_for_an_old_ledger(
     store.dispose()
 
 
-def test_a_dropped_tree_is_built_again_by_init(make_ledger: LedgerFactory, db_url: str) -> None:
+def test_a_wiped_tree_is_built_again_by_init(make_ledger: LedgerFactory, db_url: str) -> None:
     ledger = make_ledger(db_url)
     ledger.search(ALICE, ledger.clock_in(ALICE, "dev").session_id, "anything")
     head = ledger.store.head()[0]
-    raw(ledger.store, "DROP TABLE tlog_hashes")
+    if ledger.store.dialect == "sqlite":  # the tree's hashes wiped from every row (DDL rights)
+        raw(ledger.store, "DROP TRIGGER events_reject_update")
+    else:
+        raw(ledger.store, "ALTER TABLE events DISABLE TRIGGER USER")
+    raw(ledger.store, "UPDATE events SET tree = NULL")
+    ledger.store._forget_head()  # as a store that did not write the head reads it (another process, a restart)
     with pytest.raises(NotInitialised):
         ledger.clock_in(BOB, "dev")
     ledger.store.dispose()

@@ -106,15 +106,8 @@ def test_bundles_verify_offline_for_every_covered_event(ledger: Ledger) -> None:
 
 
 def unprotect(store: SqlEventStore) -> None:
-    """Drop the append-only and chain triggers of the events, their authenticators and the tree."""
+    """Drop the append-only and chain triggers of the events (whose rows hold their authenticators and the tree)."""
     disable_chain_triggers(store)
-    if store.dialect == "sqlite":
-        for table in ("event_auth", "tlog_hashes"):
-            for op in ("update", "delete"):
-                raw(store, f"DROP TRIGGER IF EXISTS {table}_reject_{op}")
-    else:
-        for table in ("event_auth", "tlog_hashes"):
-            raw(store, f"ALTER TABLE {table} DISABLE TRIGGER USER")
 
 
 def raw_hashes(store: SqlEventStore) -> list[tuple[int, str]]:
@@ -131,15 +124,16 @@ def reseal(store: SqlEventStore) -> None:
     key = store.row_key
     assert key is not None
     rows = raw_hashes(store)
-    raw(store, "DELETE FROM event_auth")
-    raw(store, "DELETE FROM tlog_hashes")
     hashes: list[bytes] = []
     for i, (position, hex_hash) in enumerate(rows):
-        raw(store, "INSERT INTO event_auth (position, mac) VALUES (?, ?)", (position, key.mac(bytes.fromhex(hex_hash))))
         leaf = merkle.leaf_hash(bytes.fromhex(hex_hash))
-        hashes.extend(merkle.new_stored_hashes(i, leaf, lambda ix: [hashes[j] for j in ix]))
-    for i, h in enumerate(hashes):
-        raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (i, h))
+        stored = merkle.new_stored_hashes(i, leaf, lambda ix: [hashes[j] for j in ix])
+        hashes.extend(stored)
+        raw(
+            store,
+            "UPDATE events SET mac = ?, tree = ? WHERE position = ?",
+            (key.mac(bytes.fromhex(hex_hash)), b"".join(stored), position),
+        )
     store._head = None  # the writes bypassed the store's cached head
 
 

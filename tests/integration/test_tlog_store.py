@@ -18,6 +18,7 @@ from ledger.core.errors import ConcurrencyError, IntegrityViolation, InvalidInpu
 from ledger.core.events import MemorySearched, SessionStarted
 from ledger.core.storage import SqlEventStore, make_engine
 from ledger.core.tlog import merkle
+from tests.integration.test_tamper import disable_chain_triggers
 from tests.store_support import TEST_ROW_KEY
 
 META = {"agent": "alice", "source": "cli"}
@@ -69,9 +70,16 @@ def root_of(hashes: list[bytes]) -> bytes:
 
 
 def stored_table(store: SqlEventStore) -> list[tuple[int, bytes]]:
+    """The tree's stored hashes as (index, hash), read from the rows: each row keeps what its leaf stored."""
     with store.read_cursor() as cur:
-        cur.execute("SELECT id, hash FROM tlog_hashes ORDER BY id")
-        return [(int(i), bytes(h)) for i, h in cur.fetchall()]
+        cur.execute("SELECT position, tree FROM events WHERE tree IS NOT NULL ORDER BY position")
+        rows = cur.fetchall()
+    blob = b""
+    for position, tree in rows:
+        assert merkle.stored_hash_index(0, int(position) - 1) == len(blob) // 32  # no leaf skipped
+        assert len(tree) == 32 * merkle.hashes_stored_with(int(position) - 1)
+        blob += bytes(tree)
+    return [(i, blob[32 * i : 32 * (i + 1)]) for i in range(len(blob) // 32)]
 
 
 def raw(store: SqlEventStore, statement: str, params: Any = ()) -> None:
@@ -158,22 +166,27 @@ def test_an_append_refused_by_the_database_leaves_no_hash_and_no_authenticator(s
         store.append("session:s1", 0, [searched("s1")], META)
     assert (stored_table(store), store.tree_size()) == before
     with store.read_cursor() as cur:
-        cur.execute("SELECT COUNT(*), MAX(position) FROM event_auth")
+        cur.execute("SELECT COUNT(*), MAX(position) FROM events WHERE mac IS NOT NULL")
         assert tuple(cur.fetchone()) == (store.head()[0], store.head()[0])
     store.append("session:s1", 2, [searched("s1", 2)], META)
     assert_tree_matches_the_log(store)
 
 
-@pytest.mark.parametrize("table", ["tlog_hashes", "event_auth"])
-@pytest.mark.parametrize("statement", ["UPDATE {table} SET {column} = {column}", "DELETE FROM {table}"])
-def test_the_tree_and_the_authenticators_are_append_only(store: SqlEventStore, table: str, statement: str) -> None:
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE events SET tree = tree",
+        "UPDATE events SET mac = mac",
+        "UPDATE events SET tree = NULL WHERE position = 2",
+        "UPDATE events SET mac = NULL WHERE position = 2",
+        "UPDATE events SET tree = substr(tree, 1, 32) WHERE position = 2",
+        "UPDATE events SET mac = tree WHERE position = 3",
+    ],
+)
+def test_a_rows_authenticator_and_tree_hashes_once_written_never_change(store: SqlEventStore, statement: str) -> None:
     fill(store, sessions=1, appends=2)
-    column = "hash" if table == "tlog_hashes" else "mac"
-    with pytest.raises(sa.exc.DBAPIError, match=f"{table} is append-only"):
-        raw(store, statement.format(table=table, column=column))
-    if store.dialect == "postgresql":
-        with pytest.raises(sa.exc.DBAPIError, match=f"{table} is append-only: TRUNCATE rejected"):
-            raw(store, f"TRUNCATE {table}")
+    with pytest.raises(sa.exc.DBAPIError, match="events is append-only"):
+        raw(store, statement)
     assert_tree_matches_the_log(store)
 
 
@@ -200,7 +213,7 @@ def test_bad_sizes_and_indexes_are_refused_with_a_hint(store: SqlEventStore) -> 
 
 
 class Counted:
-    """Counts the statements a store runs on its read cursors and what they read from ``tlog_hashes``."""
+    """Counts the statements a store runs on its read cursors and the stored hashes they ask for."""
 
     def __init__(self, store: SqlEventStore) -> None:
         self.statements: list[str] = []
@@ -247,9 +260,9 @@ def test_a_proof_reads_log_n_hashes_in_one_indexed_query_at_10_and_at_10000_leav
     assert small["statements"] == large["statements"] == 1
     assert small["asked"] <= 2 * 4 and large["asked"] <= 2 * 14
     fresh = make_store()  # a store that never saw this tree checks its size first: still a constant
-    assert _proof_cost(fresh, 10_000, warm=False)["statements"] == 3
+    assert _proof_cost(fresh, 10_000, warm=False)["statements"] == 2
     plan = _plan(store)
-    assert ("USING INTEGER PRIMARY KEY" in plan) if store.dialect == "sqlite" else ("tlog_hashes_pkey" in plan), plan
+    assert ("USING INDEX sqlite_autoindex_events" in plan) if store.dialect == "sqlite" else ("events_pkey" in plan), plan
 
 
 def _proof_cost(store: SqlEventStore, size: int, warm: bool = True) -> dict[str, int]:
@@ -267,13 +280,13 @@ def _proof_cost(store: SqlEventStore, size: int, warm: bool = True) -> dict[str,
 
 
 def _plan(store: SqlEventStore) -> str:
-    ids = merkle.compact_range_indexes(10_000)
-    marks = ", ".join("?" * len(ids))
+    positions = sorted({merkle.stored_hash_leaf(i)[0] + 1 for i in merkle.compact_range_indexes(10_000)})
+    marks = ", ".join("?" * len(positions))
     prefix = "EXPLAIN QUERY PLAN " if store.dialect == "sqlite" else "EXPLAIN "
     with store.read_cursor() as cur:
         if store.dialect == "postgresql":
-            cur.execute("ANALYZE tlog_hashes")
-        cur.execute(store.sql(f"{prefix}SELECT id, hash FROM tlog_hashes WHERE id IN ({marks})"), ids)
+            cur.execute("ANALYZE events")
+        cur.execute(store.sql(f"{prefix}SELECT position, tree FROM events WHERE position IN ({marks})"), positions)
         return " ".join(str(part) for row in cur.fetchall() for part in row)
 
 
@@ -283,11 +296,7 @@ def test_a_tree_behind_the_log_refuses_appends_until_it_is_built(store: SqlEvent
     head, head_hash = store.head()
     record = _next_record(store, head, head_hash)
     with store.write_transaction() as cur:
-        cur.execute(store.sql(_INSERT), _row(record))
-        cur.execute(
-            store.sql("INSERT INTO event_auth (position, mac) VALUES (?, ?)"),
-            (record.position, TEST_ROW_KEY.mac(bytes.fromhex(record.hash))),
-        )
+        cur.execute(store.sql(_INSERT), (*_row(record), TEST_ROW_KEY.mac(bytes.fromhex(record.hash))))
     other = SqlEventStore(store.engine, row_key=TEST_ROW_KEY)  # a store that did not write the head
     with pytest.raises(NotInitialised, match="tree covers fewer") as caught:
         other.append("session:s1", 3, [searched("s1", 3)], META)
@@ -300,33 +309,23 @@ def test_a_tree_behind_the_log_refuses_appends_until_it_is_built(store: SqlEvent
     assert_tree_matches_the_log(store)
 
 
-def test_hashes_written_past_the_log_fail_appends_and_size_closed_until_the_tree_is_rebuilt(
-    store: SqlEventStore,
-) -> None:
+@pytest.mark.parametrize("wrong", ["leaf", "length"])
+def test_altered_tree_hashes_at_the_head_fail_closed_until_the_tree_is_rebuilt(store: SqlEventStore, wrong: str) -> None:
     fill(store, sessions=2, appends=2)
     n = store.tree_size()
-    raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (merkle.stored_hash_index(0, n), bytes(32)))
-    other = SqlEventStore(store.engine, row_key=TEST_ROW_KEY)
-    with pytest.raises(IntegrityViolation, match="hashes past the log"):
-        other.append("session:s1", 3, [searched("s1", 3)], META)
-    with pytest.raises(IntegrityViolation):
-        other.tree_size()  # the newest leaf is not an event's
+    disable_chain_triggers(store)  # DDL rights: the guard lets no written tree hash change
+    length = 32 * merkle.hashes_stored_with(n - 1) + (32 if wrong == "length" else 0)
+    raw(store, "UPDATE events SET tree = ? WHERE position = ?", (bytes(length), n))
+    other = SqlEventStore(store.engine, row_key=TEST_ROW_KEY)  # a store that did not write the head
+    with pytest.raises(IntegrityViolation, match=f"position {n}|leaf {n - 1}"):
+        other.tree_size()
+    if wrong == "length":
+        with pytest.raises(IntegrityViolation, match=f"position {n}"):
+            other.append("session:s1", 3, [searched("s1", 3)], META)
     assert not store.verify().ok
     assert store.rebuild_tree() == n
     other.append("session:s1", 3, [searched("s1", 3)], META)
     assert_tree_matches_the_log(store)
-
-
-@pytest.mark.parametrize("events", [1, 3])
-def test_hashes_forged_ahead_of_the_head_a_store_wrote_fail_its_next_append_closed(
-    store: SqlEventStore, events: int
-) -> None:
-    fill(store, sessions=1)  # this store wrote the head: it extends its cached tree without reading the table
-    n = store.tree_size()
-    raw(store, "INSERT INTO tlog_hashes (id, hash) VALUES (?, ?)", (merkle.stored_hash_index(0, n), bytes(32)))
-    with pytest.raises(IntegrityViolation, match="something other than the ledger wrote them"):
-        store.append("session:s0", 2, [searched("s0", i) for i in range(events)], META)
-    assert store.head()[0] == n  # nothing of the append was kept
 
 
 def test_rebuilding_gives_the_same_tree_and_build_has_nothing_to_add(store: SqlEventStore) -> None:
@@ -339,9 +338,9 @@ def test_rebuilding_gives_the_same_tree_and_build_has_nothing_to_add(store: SqlE
     assert_tree_matches_the_log(store)
 
 
-_INSERT = (
-    "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = (  # a row with its authenticator and no tree hashes
+    "INSERT INTO events (position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash, "
+    "mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

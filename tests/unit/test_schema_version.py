@@ -19,6 +19,8 @@ PINNED = {
     # 2: the data keys' table (issue 26), the SQLite search index's rowids the positions of their blocks, the
     # nodes' table and PostgreSQL's shared rate-limit counters (issue 27)
     2: "848cb4cbac75561bfde8ce4636eff2e3f443df0eedbc6943cb763d22d2e9633a",
+    # 3: each row's authenticator and tree hashes in the events row (issue 24), the guard on UPDATE
+    3: "286f034bdb588640105e4ff0d784773b68b3a71378d46d48475cc0ef3b11416a",
 }
 
 
@@ -26,7 +28,8 @@ def schema_digest() -> str:
     texts = {
         "events": [repr(column) for column in schema.EVENTS.columns],
         "triggers": schema._TRIGGERS,
-        "append_only": {d: {t: schema.append_only_ddl(d, t) for t in schema._APPEND_ONLY} for d in schema._TRIGGERS},
+        "guard_update": schema.GUARD_UPDATE,
+        "row_columns": schema.ADD_ROW_COLUMNS,
         "migration": migration._DDL,
         "nodes": migration._NODES_DDL,
         "data_keys": schema.DATA_KEYS_DDL,

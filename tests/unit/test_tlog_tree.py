@@ -1,5 +1,6 @@
 """The store's tree arithmetic: growing a tree from its compact range stores exactly the hashes the stored-hash
-layout names (merkle.new_stored_hashes, leaf by leaf), and a table's hash count gives back its size."""
+layout names (merkle.new_stored_hashes, leaf by leaf), each leaf's share is what its row keeps, and a stored
+hash's index names the leaf (row) that keeps it and its place there."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import hashlib
 
 import pytest
 
-from ledger.core.storage.tree import EMPTY, Tree, size_of
+from ledger.core.storage.tree import EMPTY, Tree, tree_length
 from ledger.core.tlog import merkle
 
 
@@ -43,8 +44,28 @@ def _root(tree: Tree) -> bytes:
     return h
 
 
-def test_the_size_of_a_table_is_the_inverse_of_its_hash_count() -> None:
-    counts = {merkle.stored_hash_count(n): n for n in range(5000)}
-    for count in range(max(counts) + 1):
-        assert size_of(count) == counts.get(count)
-    assert size_of(merkle.stored_hash_count(10**6)) == 10**6
+def test_each_leaf_keeps_the_hashes_its_append_stored_in_its_row() -> None:
+    hashes = digests(600)
+    tree, blob = EMPTY.extend(hashes)
+    _, per_leaf = EMPTY.extend_raw([bytes.fromhex(h) for h in hashes])
+    assert b"".join(per_leaf) == blob
+    for n, stored in enumerate(per_leaf):
+        assert len(stored) == tree_length(n + 1) == 32 * merkle.hashes_stored_with(n)
+        assert stored[:32] == merkle.leaf_hash(bytes.fromhex(hashes[n]))
+        first = merkle.stored_hash_index(0, n)
+        assert stored == blob[32 * first : 32 * first + len(stored)]
+    assert tree.size == 600
+
+
+def test_a_stored_index_names_the_leaf_that_keeps_it_and_its_place() -> None:
+    index = 0
+    for n in range(5000):
+        for k in range(merkle.hashes_stored_with(n)):
+            assert merkle.stored_hash_leaf(index) == (n, k)
+            index += 1
+    assert index == merkle.stored_hash_count(5000)
+    big = merkle.stored_hash_index(0, 10**6)
+    assert merkle.stored_hash_leaf(big) == (10**6, 0)
+    assert merkle.stored_hash_leaf(big - 1)[0] == 10**6 - 1
+    with pytest.raises(ValueError, match="no stored hash"):
+        merkle.stored_hash_leaf(-1)

@@ -34,6 +34,7 @@ _PG_REFUSED = {"42501", "25006"}  # insufficient_privilege, read_only_sql_transa
 _PG_REFUSED_CLASSES = {"28"}  # invalid authorization
 _PG_UNAVAILABLE_CLASSES = {"08", "53", "57", "58"}  # connection, resources, operator intervention, system
 _PG_NOT_INITIALISED = {"42P01", "3F000"}  # undefined_table, invalid_schema_name
+_OLDER_HINT = "run `compliance-ledger init` (or `compliance-ledger migrate`) once, with the same --db / --home"
 # SQLite primary result codes (the low byte of ``sqlite_errorcode``).
 _SQLITE_BUSY = {5, 6}  # SQLITE_BUSY "database is locked", SQLITE_LOCKED
 _SQLITE_REFUSED = {3, 8, 23}  # SQLITE_PERM, SQLITE_READONLY "attempt to write a readonly database", SQLITE_AUTH
@@ -69,6 +70,8 @@ def classify_driver_error(exc: BaseException, dialect: str) -> LedgerError | Non
         if isinstance(exc, sqlite3.OperationalError):
             if "no such table" in text:
                 return NotInitialised("the database has no ledger schema", "run `compliance-ledger init`")
+            if "no such column" in text:
+                return NotInitialised(f"the ledger's schema is older than this program ({text})", _OLDER_HINT)
             return StoreUnavailable(f"SQLite store unavailable: {text}", "check the database file and disk")
         return None
     psycopg = _psycopg()
@@ -82,6 +85,8 @@ def classify_driver_error(exc: BaseException, dialect: str) -> LedgerError | Non
         return StoreRefused(f"PostgreSQL refused the operation: {text}", _REFUSED_HINT)
     if state in _PG_NOT_INITIALISED:
         return NotInitialised("the database has no ledger schema", "run `compliance-ledger init`")
+    if state == "42703":  # undefined_column
+        return NotInitialised(f"the ledger's schema is older than this program ({text})", _OLDER_HINT)
     if state[:2] == "22":
         return InvalidInput(f"the store cannot hold this value: {text}", "send a smaller or simpler value")
     if state[:2] == "23":

@@ -19,9 +19,9 @@ from ledger.core.sealed import NewKey
 from ledger.core.storage.driver_errors import classify_driver_error
 from ledger.core.storage.pending import _copy_error, _held_lock, _MemberRefused, _Pending
 from ledger.core.storage.schema import (
-    _COLUMNS,
     _INSERT_CHUNK,
     _VERSION_AND_HEAD,
+    INSERT_ONE,
     VERSION_AND_AUTH_HEAD,
     _guarded_insert_sql,
     _insert_rows_sql,
@@ -34,15 +34,14 @@ from ledger.core.storage.tree import Seal, StoreTree, Tree
 class GroupCommit(StoreTree):
     """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring).
 
-    Each group also writes, in its transaction, every new row's authenticator and the tree's new stored hashes
-    (:meth:`_seal`); a group that wrote no row writes neither. Before chaining after a head this store did not
+    Each new row carries its authenticator and its leaf's stored hashes (:meth:`_sealing`), written with it. Before chaining after a head this store did not
     write itself, the leader checks that head's authenticator and reads the tree's compact range for it."""
 
     def _init_group_commit(self, clock: _clock.Clock, group_limit: int) -> None:
         """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""
         self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
         self._clock = clock
-        self._insert_one = self.sql(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        self._insert_one = self.sql(INSERT_ONE)
         self._queue: list[_Pending] = []  # appends waiting for a group commit, in arrival order
         self._mutex = threading.Lock()  # guards _queue and _leading (held for list operations only)
         self._leading = False  # a thread is writing a group; while it is, new appends queue behind it
@@ -252,9 +251,10 @@ class GroupCommit(StoreTree):
                 encoded=p.encoded,
             )
             if one_by_one:
+                seal = self._sealing(tree, rows)
                 try:
                     cur.execute("SAVEPOINT group_member")
-                    self._insert(cur, rows)
+                    self._insert(cur, rows, seal=seal)
                     if self.cipher is not None:
                         self.cipher.write(cur, p.keys)
                     cur.execute("RELEASE SAVEPOINT group_member")
@@ -263,6 +263,7 @@ class GroupCommit(StoreTree):
                     cur.execute("RELEASE SAVEPOINT group_member")
                     p.error = classify_driver_error(exc, self.dialect) or exc
                     continue
+                tree = seal.tree if seal is not None else tree
             else:
                 all_rows.extend(rows)
             planned.append((p, rows))
@@ -276,15 +277,10 @@ class GroupCommit(StoreTree):
                 if self.cipher is not None:  # the data keys made for the members written, in their transaction
                     self.cipher.write(cur, [k for p, _ in planned for k in p.keys])
             except Exception as exc:
-                foreign = self._foreign_rows(exc)
-                if foreign is not None:
-                    raise foreign from exc
                 if len(planned) > 1 or lost:  # again, one member at a time (and every check made afresh)
                     raise _MemberRefused from exc
                 raise
             tree = seal.tree if seal is not None else tree
-        elif planned:  # one by one: the members that went in, sealed together
-            tree = self._seal(cur, tree, [row for _, rows in planned for row in rows])
         at = parse_ts(recorded_at)
         for p, rows in planned:
             p.rows, p.recorded_at = rows, at
@@ -299,26 +295,24 @@ class GroupCommit(StoreTree):
         guard: tuple[tuple[int, str, str], dict[str, int]] | None = None,
         seal: Seal | None = None,
     ) -> bool:
-        """Insert ``rows`` in position order, and ``seal`` (their authenticators and tree hashes) with them, one
-        multi-row statement per chunk of rows. On SQLite each statement step releases Python's GIL, and under
-        concurrent writers getting it back cost more than the insert itself. On PostgreSQL the seal rides on the
-        first statement (a data-modifying WITH): no round trip of its own; and each statement is complete when it
-        is sent (never a pipeline or executemany, whose statements go before their Sync): a node stopped (SIGSTOP,
-        a long pause) mid-way would leave its session "active", waiting for the rest, which neither
-        idle_in_transaction_session_timeout nor statement_timeout ends — holding the write lock until it resumes.
-        Between complete statements the session is idle in its transaction, and the server ends it.
+        """Insert ``rows`` in position order, each with its authenticator and tree hashes from ``seal`` (NULL
+        without one), one multi-row statement per chunk of rows. On SQLite each statement step releases Python's
+        GIL, and under concurrent writers getting it back cost more than the insert itself. On PostgreSQL each
+        statement is complete when it is sent (never a pipeline or executemany, whose statements go before their
+        Sync): a node stopped (SIGSTOP, a long pause) mid-way would leave its session "active", waiting for the
+        rest, which neither idle_in_transaction_session_timeout nor statement_timeout ends — holding the write lock
+        until it resumes. Between complete statements the session is idle in its transaction, and the server ends
+        it.
 
         ``guard`` (SQLite): the head and stream versions the rows were chained against. The first statement
-        inserts only if they still hold; ``False`` when it inserted nothing (and nothing is sealed)."""
-        if seal is not None and self.dialect != "sqlite":
-            prefix, params = seal.pg_with()
-            first = rows[:_INSERT_CHUNK]
-            cur.execute(self.sql(prefix + _insert_rows_sql(len(first))), [*params, *_flat(first)])
-            self._insert_chunks(cur, rows[_INSERT_CHUNK:])
-            return True
+        inserts only if they still hold; ``False`` when it inserted nothing."""
+        if seal is not None:
+            stored = [(*row, mac, tree) for row, mac, tree in zip(rows, seal.macs, seal.trees, strict=True)]
+        else:
+            stored = [(*row, None, None) for row in rows]
         if guard is not None:
             (position, digest, _), streams = guard
-            chunk = rows[:_INSERT_CHUNK]
+            chunk = stored[:_INSERT_CHUNK]
             cur.execute(
                 _guarded_insert_sql(len(chunk)),
                 [
@@ -329,13 +323,11 @@ class GroupCommit(StoreTree):
             )
             if cur.rowcount != len(chunk):
                 return False
-            rows = rows[_INSERT_CHUNK:]
-        if len(rows) == 1:
-            cur.execute(self._insert_one, rows[0])
+            stored = stored[_INSERT_CHUNK:]
+        if len(stored) == 1:
+            cur.execute(self._insert_one, stored[0])
         else:
-            self._insert_chunks(cur, rows)
-        if seal is not None:
-            self._write_seal(cur, seal)
+            self._insert_chunks(cur, stored)
         return True
 
     def _insert_chunks(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:

@@ -15,7 +15,7 @@ from ledger.core.events import RecordedEvent
 from ledger.core.mapper import ROW_COLUMNS, decode, decode_row
 from ledger.core.storage.connection import StoreConnection
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, _META_AGENT, MAC_OF_ROW, authenticated
+from ledger.core.storage.schema import _COLUMNS, _META_AGENT
 
 if TYPE_CHECKING:
     from ledger.core.data_keys import DataKeys
@@ -52,35 +52,23 @@ class StoreReads(StoreConnection):
         *,
         after: int = 0,
         hash_at: int | None = None,
-        scan: bool = False,
         content: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Rows of ``columns`` (position first). With ``hash_at`` (where the ``hash`` column is) and a key, each
-        row's authenticator is read beside it and checked: a row the ledger did not write raises
+        row's authenticator (its ``mac`` column) is read beside it and checked: a row the ledger did not write raises
         :class:`~ledger.core.errors.IntegrityViolation` naming its position, and no row of the read is returned;
-        the rows keep the authenticator as a last column (no copy of every row on a replay).
-
-        ``scan``: a page of consecutive positions, read joined with the authenticators (PostgreSQL merges the two
-        primary keys); otherwise each row's authenticator is one primary-key probe, whatever the planner's
-        statistics (a join could hash the whole table for a stream of fifty events)."""
+        the rows keep the authenticator as a last column (no copy of every row on a replay)."""
         # Every read sees only rows on the chain's positions: a row forced in at 0 or below is never obeyed.
         # ``position > max(after, 0)`` is the one lower bound: given two (``position >= 1 AND position > ?``)
         # SQLite seeked to the constant one and stepped over every row before ``after``, on every page.
         checker = self.checker if hash_at is not None else None
-        bounds = 0
-        if checker is None:
-            source = f"{columns} FROM events"
-        elif scan:
-            joined, bounds = authenticated(self.dialect)
-            source = f"{columns}, mac FROM {joined}"
-        else:
-            source = f"{columns}, {MAC_OF_ROW} FROM events"
+        source = f"{columns} FROM events" if checker is None else f"{columns}, mac FROM events"
         text = f"SELECT {source} WHERE position > ?{' AND ' + conditions if conditions else ''}"
         text += f" ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         with self._read_cursor() as cur:
-            cur.execute(self.sql(text), (*[max(after, 0)] * (bounds + 1), *params))
+            cur.execute(self.sql(text), (max(after, 0), *params))
             rows: list[tuple[Any, ...]] = cur.fetchall()
             if rows and content and self.cipher is not None:
                 # Erasures committed up to now (here or in another process): their keys are never used again,
@@ -209,10 +197,9 @@ class StoreReads(StoreConnection):
             if agent is not None:
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
-            scan = stream is None and not types and agent is None
             where = " AND ".join(clauses)
             page = self._rows(
-                columns, where, params, limit=batch_size, after=after, hash_at=hash_at, scan=scan, content=content
+                columns, where, params, limit=batch_size, after=after, hash_at=hash_at, content=content
             )
             if page:
                 yield page

@@ -41,11 +41,17 @@ EVENTS = sa.Table(
     sa.Column("recorded_at", sa.Text, nullable=False, index=True),
     sa.Column("prev_hash", sa.Text, nullable=False),
     sa.Column("hash", sa.Text, nullable=False),
+    # Schema 3: the row's authenticator (ledger.core.storage.authenticator) and the transparency-log tree's hashes
+    # its leaf stored (ledger.core.storage.tree), written with the row: no side table to write in each commit.
+    # Neither is hashed into the chain; NULL only on rows written before them, until the upgrade writes them.
+    sa.Column("mac", sa.LargeBinary, nullable=True),
+    sa.Column("tree", sa.LargeBinary, nullable=True),
     sa.UniqueConstraint("stream", "version", name="events_stream_version"),
 )
 
 
 _COLUMNS = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
+_STORED = _COLUMNS + ", mac, tree"  # what an append writes: the hashed columns, then the authenticator and the tree
 
 # A stream's version: the (stream, version) index walked backwards, one row read however long the stream is
 # (MAX(version) with the position filter read every row of the stream).
@@ -62,10 +68,42 @@ _CHAIN_MESSAGE = "events is a hash chain: a new row must extend it (position = h
 # The agent named in an event's metadata (``meta`` is canonical JSON text on both backends).
 _META_AGENT = {"sqlite": "json_extract(meta, '$.agent')", "postgresql": "(meta::json ->> 'agent')"}
 
+# An UPDATE may only write what a row lacks, its authenticator or its tree hashes (the upgrade of a ledger from
+# before them): every hashed column stays, a value once written stays, and it must write one of them (an UPDATE
+# that changes nothing is refused too: nothing has reason to run one).
+_HASHED_NEW = ", ".join(f"NEW.{c}" for c in _COLUMNS.split(", "))
+_HASHED_OLD = ", ".join(f"OLD.{c}" for c in _COLUMNS.split(", "))
+_FILL_ONCE = " (only the authenticator or the tree hashes a row lacks may be written)"
+_SQLITE_KEEPS = " AND ".join(f"NEW.{c} IS OLD.{c}" for c in _COLUMNS.split(", "))
+
+# SQLite's guard on UPDATE, for a table with the ``mac`` and ``tree`` columns (schema 3; it replaces version 2's,
+# which refused every UPDATE: a ledger from before authenticators keeps that one until its rows are vouched for).
+GUARD_UPDATE = {
+    "sqlite": [
+        "DROP TRIGGER IF EXISTS events_reject_update",
+        f"""CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
+           WHEN NOT ({_SQLITE_KEEPS} AND (OLD.mac IS NULL OR NEW.mac IS OLD.mac)
+                     AND (OLD.tree IS NULL OR NEW.tree IS OLD.tree)
+                     AND ((OLD.mac IS NULL AND NEW.mac IS NOT NULL) OR (OLD.tree IS NULL AND NEW.tree IS NOT NULL)))
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected{_FILL_ONCE}'); END""",
+    ],
+    "postgresql": [],  # events_reject_change decides (see _TRIGGERS)
+}
+LEGACY_REJECT_UPDATE = """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
+           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END"""
+
+# Rewriting every row's tree hashes (``replay --rebuild``, after the chain and authenticators verified): the guard
+# is lifted inside the rebuild's transaction and put back before it commits.
+TREE_REWRITE = {
+    "sqlite": (["DROP TRIGGER IF EXISTS events_reject_update"], GUARD_UPDATE["sqlite"][1:]),
+    "postgresql": (
+        ["ALTER TABLE events DISABLE TRIGGER events_reject_change"],
+        ["ALTER TABLE events ENABLE TRIGGER events_reject_change"],
+    ),
+}
+
 _TRIGGERS = {
     "sqlite": [
-        """CREATE TRIGGER IF NOT EXISTS events_reject_update BEFORE UPDATE ON events
-           BEGIN SELECT RAISE(ABORT, 'events is append-only: UPDATE rejected'); END""",
         """CREATE TRIGGER IF NOT EXISTS events_reject_delete BEFORE DELETE ON events
            BEGIN SELECT RAISE(ABORT, 'events is append-only: DELETE rejected'); END""",
         # Both lookups are primary-key probes. The previous row is position - 1 once the position is head + 1.
@@ -77,8 +115,16 @@ _TRIGGERS = {
            END""",
     ],
     "postgresql": [
-        """CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN RAISE EXCEPTION USING MESSAGE = 'events is append-only: ' || TG_OP || ' rejected'; END $$""",
+        f"""CREATE OR REPLACE FUNCTION events_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+             IF TG_OP = 'UPDATE' AND ({_HASHED_NEW}) IS NOT DISTINCT FROM ({_HASHED_OLD})
+                AND (OLD.mac IS NULL OR NEW.mac IS NOT DISTINCT FROM OLD.mac)
+                AND (OLD.tree IS NULL OR NEW.tree IS NOT DISTINCT FROM OLD.tree)
+                AND ((OLD.mac IS NULL AND NEW.mac IS NOT NULL) OR (OLD.tree IS NULL AND NEW.tree IS NOT NULL)) THEN
+               RETURN NEW;
+             END IF;
+             RAISE EXCEPTION USING MESSAGE = 'events is append-only: ' || TG_OP || ' rejected{_FILL_ONCE}';
+           END $$""",
         "DROP TRIGGER IF EXISTS events_reject_change ON events",
         """CREATE TRIGGER events_reject_change BEFORE UPDATE OR DELETE ON events
            FOR EACH ROW EXECUTE FUNCTION events_reject_change()""",
@@ -105,15 +151,17 @@ _TRIGGERS = {
 }
 
 
-# Rows per multi-row INSERT on SQLite: 10 parameters a row stays under the oldest SQLite's 999-parameter limit,
+# Rows per multi-row INSERT on SQLite: 12 parameters a row stays under the oldest SQLite's 999-parameter limit,
 # and statement texts of 1..64 rows stay within the driver's statement cache.
 _INSERT_CHUNK = 64
+_ROW = "(" + ", ".join(["?"] * 12) + ")"
+INSERT_ONE = f"INSERT INTO events ({_STORED}) VALUES {_ROW}"
 
 
 @functools.lru_cache(maxsize=_INSERT_CHUNK)
 def _insert_rows_sql(rows: int) -> str:
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
-    return f"INSERT INTO events ({_COLUMNS}) VALUES {values}"
+    values = ", ".join([_ROW] * rows)
+    return f"INSERT INTO events ({_STORED}) VALUES {values}"
 
 
 @functools.lru_cache(maxsize=_INSERT_CHUNK)
@@ -121,9 +169,9 @@ def _guarded_insert_sql(rows: int) -> str:
     """Insert ``rows`` only if the head's hash is still the parameter after the rows (NULL: an empty ledger) and
     every stream of the JSON object after that is still at its version (each check an index probe). SQLite runs
     the VALUES list as a co-routine, so rows go in in the order given (no sort), as the chain trigger requires."""
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+    values = ", ".join([_ROW] * rows)
     return (
-        f"INSERT INTO events ({_COLUMNS}) SELECT * FROM (VALUES {values}) WHERE "
+        f"INSERT INTO events ({_STORED}) SELECT * FROM (VALUES {values}) WHERE "
         "(SELECT hash FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1) IS ? AND NOT EXISTS "
         "(SELECT 1 FROM json_each(?) AS expected WHERE expected.value IS NOT COALESCE((SELECT version FROM events "
         "WHERE stream = expected.key AND position >= 1 ORDER BY version DESC LIMIT 1), 0))"
@@ -142,26 +190,15 @@ def _versions_and_head_sql(streams: int) -> str:
     return " UNION ALL ".join([head, *versions])
 
 
-# --- the transparency-log tree and the row authenticators ---------------------------------------------------
-# ``tlog_hashes``: the tree's stored hashes (ledger.core.tlog.merkle's layout, id = stored-hash index), written in
-# the transaction of the events they cover. ``event_auth``: each event's authenticator (ledger.core.storage.
-# authenticator), written in the transaction of its event. Both append-only, like ``events``; on SQLite the key
-# is an INTEGER PRIMARY KEY, i.e. the rowid itself (one B-tree, appended at its end).
-
-_APPEND_ONLY = ("tlog_hashes", "event_auth")
-_TLOG_TABLES = {
-    "sqlite": {
-        "tlog_hashes": "CREATE TABLE IF NOT EXISTS tlog_hashes (id INTEGER PRIMARY KEY CHECK (id >= 0), "
-        "hash BLOB NOT NULL CHECK (length(hash) = 32))",
-        "event_auth": "CREATE TABLE IF NOT EXISTS event_auth (position INTEGER PRIMARY KEY CHECK (position >= 1), "
-        "mac BLOB NOT NULL CHECK (length(mac) = 32))",
-    },
-    "postgresql": {
-        "tlog_hashes": "CREATE TABLE IF NOT EXISTS tlog_hashes (id BIGINT PRIMARY KEY CHECK (id >= 0), "
-        "hash BYTEA NOT NULL CHECK (octet_length(hash) = 32))",
-        "event_auth": "CREATE TABLE IF NOT EXISTS event_auth (position BIGINT PRIMARY KEY CHECK (position >= 1), "
-        "mac BYTEA NOT NULL CHECK (octet_length(mac) = 32))",
-    },
+# --- version 2's side tables ----------------------------------------------------------------------------------
+# Up to schema 2 the authenticators and the tree's hashes had tables of their own, ``event_auth`` and
+# ``tlog_hashes`` (and SQLite a view writing both): two more B-trees written in every commit. Schema 3 keeps them in
+# the events row; the migration (:mod:`ledger.core.storage.upgrade`) moves the authenticators in, drops these and
+# builds the tree in the rows.
+_DROP_SIDE = ["DROP TABLE IF EXISTS event_auth", "DROP TABLE IF EXISTS tlog_hashes"]
+LEGACY_DROP = {
+    "sqlite": ["DROP VIEW IF EXISTS tlog_seal", *_DROP_SIDE],
+    "postgresql": [*_DROP_SIDE, "DROP FUNCTION IF EXISTS ledger_append_only()"],
 }
 
 
@@ -181,61 +218,6 @@ DATA_KEYS_DDL = {
 }
 
 
-def append_only_ddl(dialect: str, table: str) -> list[str]:
-    """``table`` and the triggers that refuse UPDATE and DELETE on it (and TRUNCATE on PostgreSQL)."""
-    if dialect == "sqlite":
-        return [
-            _TLOG_TABLES[dialect][table],
-            *(
-                f"CREATE TRIGGER IF NOT EXISTS {table}_reject_{op.lower()} BEFORE {op} ON {table} "
-                f"BEGIN SELECT RAISE(ABORT, '{table} is append-only: {op} rejected'); END"
-                for op in ("UPDATE", "DELETE")
-            ),
-            *(_SQLITE_SEAL_DDL if table == "event_auth" else []),
-        ]
-    return [
-        _TLOG_TABLES[dialect][table],
-        """CREATE OR REPLACE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN RAISE EXCEPTION USING MESSAGE = TG_TABLE_NAME || ' is append-only: ' || TG_OP || ' rejected';
-           END $$""",
-        f"DROP TRIGGER IF EXISTS {table}_reject_change ON {table}",
-        f"""CREATE TRIGGER {table}_reject_change BEFORE UPDATE OR DELETE ON {table}
-            FOR EACH ROW EXECUTE FUNCTION ledger_append_only()""",
-        f"DROP TRIGGER IF EXISTS {table}_reject_truncate ON {table}",
-        f"""CREATE TRIGGER {table}_reject_truncate BEFORE TRUNCATE ON {table}
-            FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only()""",
-    ]
-
-
-# SQLite: a group's authenticators and tree hashes in one statement, an INSERT into a view whose trigger writes
-# both tables (a statement less per group: each one hands Python's GIL round the writer threads). The rows come
-# from two blobs of 32-byte values, numbered by json_each over arrays of as many elements (trigger bodies take no
-# WITH clause). Created with the authenticators' table.
-_SQLITE_SEAL_DDL = [
-    "CREATE VIEW IF NOT EXISTS tlog_seal (first, macs, auth_keys, node, hashes, tree_keys) AS "
-    "SELECT 0, x'', '[]', 0, x'', '[]' WHERE 0",
-    """CREATE TRIGGER IF NOT EXISTS tlog_seal_write INSTEAD OF INSERT ON tlog_seal BEGIN
-       INSERT INTO event_auth (position, mac)
-         SELECT NEW.first + key, substr(NEW.macs, key * 32 + 1, 32) FROM json_each(NEW.auth_keys);
-       INSERT INTO tlog_hashes (id, hash)
-         SELECT NEW.node + key, substr(NEW.hashes, key * 32 + 1, 32) FROM json_each(NEW.tree_keys);
-       END""",
-]
-SQLITE_SEAL = "INSERT INTO tlog_seal (first, macs, auth_keys, node, hashes, tree_keys) VALUES (?, ?, ?, ?, ?, ?)"
-
-
-def seal_ddl(dialect: str) -> list[str]:
-    """What writes a group's authenticators and hashes in one statement (SQLite; nothing on PostgreSQL, whose
-    appends put them in a data-modifying WITH)."""
-    return list(_SQLITE_SEAL_DDL) if dialect == "sqlite" else []
-
-
-@functools.lru_cache(maxsize=256)
-def series_keys(count: int) -> str:
-    """A JSON array of ``count`` elements, whose json_each keys number the rows of a blob."""
-    return "[" + ",".join(["0"] * count) + "]"
-
-
 def table_exists_sql(dialect: str) -> str:
     """One row (1) when the table named by the parameter exists in this ledger's schema."""
     if dialect == "sqlite":
@@ -243,34 +225,28 @@ def table_exists_sql(dialect: str) -> str:
     return "SELECT 1 WHERE to_regclass(?) IS NOT NULL"
 
 
-# Consecutive rows from one blob of 32-byte values (first key, count, blob): one statement text for any number
-# of rows (no multi-row VALUES text per row count to prepare and cache), the keys of a group are consecutive.
-_SERIES = {
-    "sqlite": "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
-    "INSERT INTO {table} ({key}, {value}) SELECT ? + i, substr(?, i * 32 + 1, 32) FROM n",
-    "postgresql": "INSERT INTO {table} ({key}, {value}) SELECT ?::bigint + i, "
-    "substring(?::bytea FROM i * 32 + 1 FOR 32) FROM generate_series(0, ?::int - 1) AS i",
+def column_exists_sql(dialect: str) -> str:
+    """One row (1) when the ``events`` table of this ledger's schema has the column named by the parameter."""
+    if dialect == "sqlite":
+        return "SELECT 1 FROM pragma_table_info('events') WHERE name = ?"
+    return (
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'events' "
+        "AND column_name = ?"
+    )
+
+
+# Each with the column it adds (None: it adds what is missing itself).
+ADD_ROW_COLUMNS: dict[str, list[tuple[str | None, str]]] = {
+    "sqlite": [("mac", "ALTER TABLE events ADD COLUMN mac BLOB"), ("tree", "ALTER TABLE events ADD COLUMN tree BLOB")],
+    "postgresql": [
+        (None, "ALTER TABLE events ADD COLUMN IF NOT EXISTS mac BYTEA, ADD COLUMN IF NOT EXISTS tree BYTEA")
+    ],
 }
-
-
-def series_insert(dialect: str, table: str) -> str:
-    """Insert consecutive rows of ``tlog_hashes`` or ``event_auth`` (parameters: first key, count, blob on
-    PostgreSQL; count, first key, blob on SQLite: see :func:`series_params`)."""
-    key, value = ("id", "hash") if table == "tlog_hashes" else ("position", "mac")
-    return _SERIES[dialect].format(table=table, key=key, value=value)
-
-
-def series_params(dialect: str, first: int, blob: bytes) -> tuple[int, int, bytes] | tuple[int, bytes, int]:
-    count = len(blob) // 32
-    return (count, first, blob) if dialect == "sqlite" else (first, blob, count)
 
 
 # The head of the log with its authenticator (NULL when it has none): what a writer checks before chaining after
 # a head it did not write itself.
-_AUTH_HEAD = (
-    "SELECT position, hash, recorded_at, (SELECT mac FROM event_auth WHERE event_auth.position = events.position) "
-    "AS mac FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
-)
+_AUTH_HEAD = "SELECT position, hash, recorded_at, mac FROM events WHERE position >= 1 ORDER BY position DESC LIMIT 1"
 VERSION_AND_AUTH_HEAD = (
     f"SELECT COALESCE(({_STREAM_VERSION}), 0), head.position, head.hash, head.recorded_at, head.mac "
     f"FROM (SELECT 1 AS one) AS anchor LEFT JOIN ({_AUTH_HEAD}) AS head ON anchor.one = 1"
@@ -285,15 +261,9 @@ def versions_and_auth_head_sql(streams: int) -> str:
     return " UNION ALL ".join([head, *versions])
 
 
-def authenticated(dialect: str, bound: str = ">") -> tuple[str, int]:
-    """The events joined with their authenticators (NULL where a row has none), for a read of consecutive
-    positions from a lower bound, and how many times the read passes that bound first. On PostgreSQL the
-    authenticators are read from the same bound, or the merge join would walk them from position 1 on every page
-    of a scan; on SQLite each row's authenticator is a rowid probe anyway."""
-    if dialect == "sqlite":
-        return "events LEFT JOIN event_auth USING (position)", 0
-    return f"events LEFT JOIN (SELECT position, mac FROM event_auth WHERE position {bound} ?) AS a USING (position)", 1
-
-
-MAC_OF_ROW = "(SELECT mac FROM event_auth WHERE event_auth.position = events.position)"
-"""An event's authenticator as a column of a read of ``events`` (NULL when it has none): one primary-key probe."""
+# The tree's newest leaf: the last row with tree hashes (the head, once the tree is in step with the log), with
+# what checks it. A backward walk of the primary key from the head: one row read when in step.
+TREE_HEAD = (
+    "SELECT position, hash, mac, tree FROM events WHERE position >= 1 AND tree IS NOT NULL "
+    "ORDER BY position DESC LIMIT 1"
+)

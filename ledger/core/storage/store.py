@@ -25,7 +25,8 @@ from ledger.core.storage.schema import (
     APPEND_LOCK,
     DATA_KEYS_DDL,
     EVENTS,
-    append_only_ddl,
+    GUARD_UPDATE,
+    LEGACY_REJECT_UPDATE,
 )
 from ledger.core.storage.upgrade import StoreUpgrade
 from ledger.core.storage.verify import StoreVerify
@@ -51,8 +52,8 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
     all that queued while this group was being written). A lost race or a refused row fails that append alone
     (a savepoint undoes its rows); a failed commit fails every append of the group, and none is recorded.
 
-    Every row gets an authenticator (``event_auth``, :mod:`.authenticator`) and a leaf in the transparency-log
-    tree (``tlog_hashes``, :mod:`.tree`), both written in the transaction of the row. Every read that feeds a
+    Every row carries its authenticator (``mac``, :mod:`.authenticator`) and its leaf's hashes in the
+    transparency-log tree (``tree``, :mod:`.tree`), written with it. Every read that feeds a
     decision or a read model checks the authenticators of the rows it returns, and an append never chains after
     a head whose authenticator does not check. The tree's API: :meth:`tree_size`, :meth:`tree_hashes`,
     :meth:`tree_root`, :meth:`prove_inclusion`, :meth:`prove_consistency`, :meth:`leaf_data`,
@@ -84,10 +85,11 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
     # --- schema ---------------------------------------------------------------------------------------
 
     def create_schema(self) -> None:
-        """Create the ``events`` table, its indexes and the append-only triggers, the data keys' table, the rate
-        limit's counters (``rate_buckets``, PostgreSQL: :mod:`.rate_buckets`), the tree's table and, while the
-        log is empty, the authenticators' table (idempotent). A ledger that already has events gets the
-        authenticators' table from :meth:`authenticate_existing` alone, which authenticates its rows with it."""
+        """Create the ``events`` table (each row with its authenticator and tree hashes), its indexes and the
+        append-only triggers, the data keys' table and the rate limit's counters (``rate_buckets``, PostgreSQL:
+        :mod:`.rate_buckets`) (idempotent); bring a schema-2 ledger's authenticators into its rows
+        (:meth:`move_into_rows`). A ledger from before authenticators gets the rows' columns from
+        :meth:`authenticate_existing` alone, which authenticates its rows with them."""
         with translate_errors(self.dialect), self.engine.begin() as conn:
             _METADATA.create_all(conn, tables=[EVENTS])
             # Reads by type after a position (index catch-up, history) range-scan this instead of every row of
@@ -99,12 +101,14 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
                 conn.exec_driver_sql(ddl)
             if self.dialect in rate_buckets.DDL:  # the cluster-wide rate limit's counters (PostgreSQL)
                 conn.exec_driver_sql(rate_buckets.DDL[self.dialect])
+        self.move_into_rows()
         with self.write_transaction() as cur:
-            for ddl in append_only_ddl(self.dialect, "tlog_hashes"):
+            if self._has_column(cur, "mac"):
+                guards = GUARD_UPDATE[self.dialect]
+            else:  # no row may change until they are vouched for (PostgreSQL: events_reject_change refuses)
+                guards = [LEGACY_REJECT_UPDATE] if self.dialect == "sqlite" else []
+            for ddl in guards:
                 cur.execute(ddl)
-            if self._has_table(cur, "event_auth") or self._head_position(cur) == 0:
-                for ddl in append_only_ddl(self.dialect, "event_auth"):  # idempotent where it exists
-                    cur.execute(ddl)
 
     def is_initialised(self) -> bool:
         with translate_errors(self.dialect), self.engine.connect() as conn:

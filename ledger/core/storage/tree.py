@@ -1,8 +1,11 @@
 """The transparency-log tree in the store: an RFC 6962 Merkle tree whose leaf p − 1 is the event at position p
-(leaf data: the 32 raw bytes of its chain hash), its stored hashes kept in ``tlog_hashes`` in Go sumdb's layout
-(:mod:`ledger.core.tlog.merkle`), written in the transaction of the events they cover.
+(leaf data: the 32 raw bytes of its chain hash), its stored hashes in Go sumdb's layout kept in the events' rows.
 
-Proofs and roots read O(log n) stored hashes in one indexed query at any size. The tree only ever grows: a size
+The append of leaf i stores its leaf hash and the hash of each subtree it completes
+(:mod:`ledger.core.tlog.merkle`); these are kept in that leaf's own row, the ``tree`` column of the event at
+position i + 1, written with the row (schema 3; up to version 2 a side table, ``tlog_hashes``, had a row a hash).
+
+Proofs and roots read O(log n) rows by primary key in one query at any size. The tree only ever grows: a size
 checked once (its newest leaf the hash of an event this ledger wrote) stays good, so later proofs up to it need no
 second look at the table.
 """
@@ -16,11 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.chain import GENESIS_HASH
-from ledger.core.errors import Conflict, IntegrityViolation, NotInitialised
-from ledger.core.storage.driver_errors import classify_driver_error
+from ledger.core.errors import IntegrityViolation, NotInitialised
 from ledger.core.storage.proofs import TreeProofs
 from ledger.core.storage.reads import StoreReads
-from ledger.core.storage.schema import SQLITE_SEAL, authenticated, series_insert, series_keys, series_params
+from ledger.core.storage.schema import TREE_HEAD
 from ledger.core.tlog import merkle
 
 TREE_BATCH = 5000
@@ -32,16 +34,12 @@ BEHIND_HINT = (
 )
 
 
-def size_of(count: int) -> int | None:
-    """How many leaves a tree storing exactly ``count`` hashes has (``None``: no tree stores that many)."""
-    lo, hi = 0, count
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if merkle.stored_hash_count(mid) < count:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if merkle.stored_hash_count(lo) == count else None
+UPDATE_TREE = "UPDATE events SET tree = ? WHERE position = ?"
+
+
+def tree_length(position: int) -> int:
+    """The bytes of the ``tree`` column of the event at ``position``: 32 for each hash its leaf stored."""
+    return 32 * merkle.hashes_stored_with(position - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,73 +54,40 @@ class Tree:
         """This tree with a leaf appended for each chain hash (hex), and the hashes to store for them, concatenated
         in id order from ``stored_hash_index(0, size)`` (what :func:`merkle.new_stored_hashes` gives leaf by
         leaf)."""
-        return self.extend_raw([bytes.fromhex(h) for h in chain_hashes])
+        grown, per_leaf = self.extend_raw([bytes.fromhex(h) for h in chain_hashes])
+        return grown, b"".join(per_leaf)
 
-    def extend_raw(self, leaves_data: Sequence[bytes]) -> tuple[Tree, bytes]:
-        """:meth:`extend` with each leaf's data given as raw bytes."""
+    def extend_raw(self, leaves_data: Sequence[bytes]) -> tuple[Tree, list[bytes]]:
+        """This tree with a leaf appended for each leaf data (raw bytes), and what each new leaf stores (its row's
+        ``tree`` column: its leaf hash, then the subtrees it completes)."""
         compact = list(self.compact)
         size = self.size
         out: list[bytes] = []
         sha256 = hashlib.sha256
         for data in leaves_data:
             h = sha256(b"\x00" + data).digest()  # merkle.leaf_hash, inlined: this runs under the write lock
-            out.append(h)
+            stored = h
             n = size
             while n & 1:
                 h = sha256(b"\x01" + compact.pop() + h).digest()  # merkle.node_hash
-                out.append(h)
+                stored += h
                 n >>= 1
+            out.append(stored)
             compact.append(h)
             size += 1
-        return Tree(size, tuple(compact)), b"".join(out)
+        return Tree(size, tuple(compact)), out
 
 
 EMPTY = Tree(0, ())
 
-_SMALL = 8  # PostgreSQL, a group of one row: up to this many hashes as plain VALUES, more as a series
-
-
-@functools.lru_cache(maxsize=4 * _SMALL)
-def _values_sql(table: str, count: int) -> str:
-    key, value = ("id", "hash") if table == "tlog_hashes" else ("position", "mac")
-    return f"INSERT INTO {table} ({key}, {value}) VALUES {', '.join(['(?, ?)'] * count)}"
-
-
-def _rows_sql(dialect: str, table: str, first: int, blob: bytes, small: int) -> tuple[str, Sequence[Any]]:
-    """The statement (``?`` placeholders) writing the consecutive rows of ``blob`` from key ``first``."""
-    count = len(blob) // 32
-    if count > small:
-        return series_insert(dialect, table), series_params(dialect, first, blob)
-    params: list[Any] = []
-    for k in range(count):
-        params += (first + k, blob[32 * k : 32 * (k + 1)])
-    return _values_sql(table, count), params
-
-
 @dataclass(frozen=True, slots=True)
 class Seal:
-    """What a group writes beside its rows: their authenticators (from position ``first``) and the tree's new
-    stored hashes (from id ``node``), each a concatenation of 32-byte values, and the tree they make."""
+    """What a group writes in its rows beside the hashed columns: each row's authenticator and its leaf's stored
+    hashes (the rows' ``mac`` and ``tree``, in order), and the tree they make."""
 
     tree: Tree
-    first: int
-    macs: bytes
-    node: int
-    blob: bytes
-
-    def sqlite(self) -> tuple[str, Sequence[Any]]:
-        """The statement that writes it on SQLite (into the ``tlog_seal`` view, whose trigger writes both tables)."""
-        keys = series_keys(len(self.macs) // 32), series_keys(len(self.blob) // 32)
-        return SQLITE_SEAL, (self.first, self.macs, keys[0], self.node, self.blob, keys[1])
-
-    def pg_with(self) -> tuple[str, tuple[Any, ...]]:
-        """A ``WITH`` clause writing it on PostgreSQL, to put before the group's insert (``?`` placeholders), and
-        its parameters. A group of one row writes plain VALUES (a few statement texts, each prepared once); a
-        larger one a series of each blob (one text whatever the counts)."""
-        small = _SMALL if len(self.macs) == 32 else 0
-        auth, auth_params = _rows_sql("postgresql", "event_auth", self.first, self.macs, small)
-        tree, tree_params = _rows_sql("postgresql", "tlog_hashes", self.node, self.blob, small)
-        return f"WITH auth AS ({auth}), tree AS ({tree}) ", (*auth_params, *tree_params)
+    macs: list[bytes]
+    trees: list[bytes]
 
 
 class StoreTree(TreeProofs, StoreReads):
@@ -137,33 +102,16 @@ class StoreTree(TreeProofs, StoreReads):
             return self._tree_size(cur)
 
     def _tree_size(self, cur: Any) -> int:
-        cur.execute("SELECT MAX(id) FROM tlog_hashes")
-        (top,) = cur.fetchone()
-        size = size_of(0 if top is None else int(top) + 1)
-        if size is None:
-            raise IntegrityViolation(
-                f"the tree's table ends part-way through a leaf's hashes (last id {top})", REBUILD_HINT
-            )
+        cur.execute(TREE_HEAD)
+        row = cur.fetchone()
+        size = 0 if row is None else int(row[0])
         if size > self._verified:
             # The newest leaf must be the hash of an event this ledger wrote: a row forged at the head, with tree
             # hashes forged for it, never counts as part of the tree.
-            mac = ", a.mac" if self.checker else ", NULL"
-            join = " LEFT JOIN event_auth a ON a.position = e.position" if self.checker else ""
-            cur.execute(
-                self.sql(
-                    f"SELECT t.hash, e.hash{mac} FROM tlog_hashes t LEFT JOIN events e ON e.position = ?{join} "
-                    "WHERE t.id = ?"
-                ),
-                (size, merkle.stored_hash_index(0, size - 1)),
-            )
-            leaf, digest, auth = cur.fetchone()
-            if digest is None:
-                raise IntegrityViolation(
-                    f"the tree has {size} leaves but the log has no event {size}", REBUILD_HINT, size
-                )
+            _, digest, auth, stored = row
             if self.checker is not None:
                 self.checker.check(size, digest, auth)
-            if bytes(leaf) != merkle.leaf_hash(bytes.fromhex(digest)):
+            if len(stored) != tree_length(size) or bytes(stored[:32]) != merkle.leaf_hash(bytes.fromhex(digest)):
                 raise IntegrityViolation(
                     f"the tree's leaf {size - 1} is not the hash of the event at position {size}", REBUILD_HINT, size
                 )
@@ -174,16 +122,40 @@ class StoreTree(TreeProofs, StoreReads):
         """The stored hashes at ``indexes``, in the order asked (a :data:`merkle.HashReader`): one query."""
         if not indexes:
             return []
-        wanted = sorted({int(i) for i in indexes})
         with self._read_cursor() as cur:
-            cur.execute(
-                self.sql(f"SELECT id, hash FROM tlog_hashes WHERE id IN ({', '.join('?' * len(wanted))})"), wanted
-            )
-            found = {int(i): bytes(h) for i, h in cur.fetchall()}
-        missing = [i for i in wanted if i not in found]
+            found = self._stored(cur, indexes)
+        missing = [i for i in indexes if i not in found]
         if missing:
             raise IntegrityViolation(f"the tree's stored hash {missing[0]} is missing", REBUILD_HINT)
         return [found[int(i)] for i in indexes]
+
+    def _stored(self, cur: Any, indexes: Sequence[int]) -> dict[int, bytes]:
+        """The stored hashes at ``indexes`` that the rows hold, by index: one primary-key probe a leaf. A row
+        whose ``tree`` has the wrong length for its leaf raises :class:`IntegrityViolation`."""
+        places = {int(i): merkle.stored_hash_leaf(int(i)) for i in indexes}
+        positions = sorted({leaf + 1 for leaf, _ in places.values()})
+        cur.execute(
+            self.sql(f"SELECT position, tree FROM events WHERE position IN ({', '.join('?' * len(positions))})"),
+            positions,
+        )
+        trees: dict[int, bytes] = {}
+        for position, stored in cur.fetchall():
+            if stored is None:
+                continue
+            if len(stored) != tree_length(int(position)):
+                raise IntegrityViolation(
+                    f"the tree hashes of the event at position {position} have {len(stored)} bytes, not the "
+                    f"{tree_length(int(position))} its leaf stores: they were altered",
+                    REBUILD_HINT,
+                    int(position),
+                )
+            trees[int(position)] = bytes(stored)
+        found: dict[int, bytes] = {}
+        for index, (leaf, k) in places.items():
+            stored = trees.get(leaf + 1)
+            if stored is not None:
+                found[index] = stored[32 * k : 32 * (k + 1)]
+        return found
 
     def _chain_hash_at(self, position: int) -> str | None:
         rows = self._rows("position, hash", "position = ?", (position,), hash_at=1)
@@ -192,33 +164,24 @@ class StoreTree(TreeProofs, StoreReads):
     # --- growing ------------------------------------------------------------------------------------------
 
     def _compact(self, cur: Any, size: int) -> Tree:
-        """The tree of ``size`` leaves as the table holds it, read in one query: :class:`NotInitialised` when the
-        table has fewer leaves, :class:`IntegrityViolation` when it has more."""
+        """The tree of ``size`` leaves as the rows hold it, read in one query: :class:`NotInitialised` when the
+        rows hold fewer leaves."""
         ids = merkle.compact_range_indexes(size)
-        following = merkle.stored_hash_index(0, size)
-        asked = [*ids, following]
-        cur.execute(self.sql(f"SELECT id, hash FROM tlog_hashes WHERE id IN ({', '.join('?' * len(asked))})"), asked)
-        found = {int(i): bytes(h) for i, h in cur.fetchall()}
-        if following in found:
-            raise IntegrityViolation(
-                f"the tree holds hashes past the log's {size} events: something other than the ledger wrote them",
-                REBUILD_HINT,
-            )
+        found = self._stored(cur, ids) if ids else {}
         if any(i not in found for i in ids):
             raise NotInitialised(f"the transparency-log tree covers fewer than the log's {size} events", BEHIND_HINT)
         return Tree(size, tuple(found[i] for i in ids))
 
     def _grow(self, cur: Any, tree: Tree, end: int) -> Tree:
         """Add the leaves of the events after ``tree`` up to position ``end`` (each checked: on the chain and
-        written by this ledger) and store their hashes; return the grown tree."""
+        written by this ledger) and write their hashes into their rows; return the grown tree."""
         mac = ", mac" if self.checker else ""
-        source, bounds = authenticated(self.dialect, ">=") if self.checker else ("events", 0)
         cur.execute(
             self.sql(
-                f"SELECT position, prev_hash, hash{mac} FROM {source} "
-                "WHERE position >= ? AND position <= ? ORDER BY position"
+                f"SELECT position, prev_hash, hash{mac} FROM events WHERE position >= ? AND position <= ? "
+                "ORDER BY position"
             ),
-            (*[max(tree.size, 1)] * (bounds + 1), end),
+            (max(tree.size, 1), end),
         )
         rows = cur.fetchall()
         if self.checker is not None:
@@ -238,12 +201,9 @@ class StoreTree(TreeProofs, StoreReads):
             prev = row[2]
         if len(rows) != end - tree.size:
             raise IntegrityViolation(f"position {tree.size + len(rows) + 1} is missing from the log", REBUILD_HINT)
-        grown, blob = tree.extend([r[2] for r in rows])
-        if blob:
-            cur.execute(
-                self.sql(series_insert(self.dialect, "tlog_hashes")),
-                series_params(self.dialect, merkle.stored_hash_index(0, tree.size), blob),
-            )
+        grown, stored = tree.extend_raw([bytes.fromhex(r[2]) for r in rows])
+        if stored:
+            cur.executemany(self.sql(UPDATE_TREE), [(t, r[0]) for t, r in zip(stored, rows, strict=True)])
         return grown
 
     def _tree_at(self, cur: Any, head: tuple[int, str, str], mac: bytes | None) -> Tree:
@@ -255,8 +215,8 @@ class StoreTree(TreeProofs, StoreReads):
         return self._compact(cur, position)
 
     def _sealing(self, tree: Tree | None, written: list[tuple[Any, ...]]) -> Seal | None:
-        """The authenticators of the rows ``written`` (chained after ``tree``'s last leaf) and the tree's new
-        stored hashes, ready to write (``None`` for a store that keeps no tree)."""
+        """The authenticators of the rows ``written`` (chained after ``tree``'s last leaf) and their leaves' stored
+        hashes, to write in the rows (``None`` for a store that keeps no tree)."""
         if not self.tlog or not written or tree is None or self.row_key is None:
             return None
         first = written[0][0]
@@ -265,43 +225,9 @@ class StoreTree(TreeProofs, StoreReads):
                 f"the tree has {tree.size} leaves, not the {first - 1} the rows follow", REBUILD_HINT
             )
         digests = [bytes.fromhex(r[9]) for r in written]
-        grown, blob = tree.extend_raw(digests)
-        macs = b"".join([self.row_key.mac(d) for d in digests])
-        return Seal(grown, first, macs, merkle.stored_hash_index(0, tree.size), blob)
-
-    def _write_seal(self, cur: Any, seal: Seal) -> None:
-        try:
-            if self.dialect == "sqlite":
-                cur.execute(*seal.sqlite())
-            else:
-                with_clause, params = seal.pg_with()
-                cur.execute(self.sql(with_clause + "SELECT 1"), params)
-        except Exception as exc:
-            foreign = self._foreign_rows(exc)
-            if foreign is not None:
-                raise foreign from exc
-            raise
-
-    def _seal(self, cur: Any, tree: Tree | None, written: list[tuple[Any, ...]]) -> Tree | None:
-        """Write the authenticators of the rows ``written`` and the tree's new hashes; return the grown tree."""
-        seal = self._sealing(tree, written)
-        if seal is None:
-            return tree
-        self._write_seal(cur, seal)
-        return seal.tree
-
-    def _foreign_rows(self, exc: BaseException) -> IntegrityViolation | None:
-        """What a unique violation on the tree's or the authenticators' table means: rows the ledger did not
-        write hold the keys it is writing (``None`` for any other error)."""
-        if isinstance(classify_driver_error(exc, self.dialect), Conflict) and any(
-            table in str(exc) for table in ("tlog_hashes", "event_auth")
-        ):
-            return IntegrityViolation(
-                "the tree or the authenticators already hold rows for the events being appended: something other "
-                "than the ledger wrote them",
-                REBUILD_HINT,
-            )
-        return None
+        grown, trees = tree.extend_raw(digests)
+        mac = self.row_key.mac
+        return Seal(grown, [mac(d) for d in digests], trees)
 
     def _head_position(self, cur: Any) -> int:
         cur.execute("SELECT MAX(position) FROM events WHERE position >= 1")

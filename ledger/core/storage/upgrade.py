@@ -1,6 +1,14 @@
-"""Bringing a ledger from before row authenticators and the tree up to date: the authenticators' table created
-and every existing row authenticated in one transaction (after its chain verifies, on the operator's word that the
-log is the ledger's), then the tree built (:meth:`~ledger.core.storage.tree.StoreTree.build_tree`)."""
+"""Bringing an older ledger up to date.
+
+* Schema 2 (authenticators and tree hashes in side tables): each row's authenticator moved into its ``mac``
+  column and the side tables dropped, in one transaction (:meth:`StoreUpgrade.move_into_rows`; the tree is then
+  built again in the rows from the chain, which it is derived from).
+* From before row authenticators: the ``mac`` and ``tree`` columns added and every existing row authenticated in
+  one transaction, after its chain verifies, on the operator's word that the log is the ledger's
+  (:meth:`StoreUpgrade.authenticate_existing`).
+
+Then the tree is built (:meth:`~ledger.core.storage.tree.StoreTree.build_tree`). The ``mac`` column is what says
+a ledger authenticates its rows: once it exists nothing is ever vouched for again."""
 
 from __future__ import annotations
 
@@ -14,8 +22,14 @@ from ledger.core.events import DomainEvent
 from ledger.core.mapper import decode, encode, encode_meta
 from ledger.core.storage.group_commit import GroupCommit
 from ledger.core.storage.reads import StreamState
-from ledger.core.storage.schema import _COLUMNS, append_only_ddl, series_insert, series_params, table_exists_sql
-from ledger.core.storage.tree import size_of
+from ledger.core.storage.schema import (
+    _COLUMNS,
+    ADD_ROW_COLUMNS,
+    GUARD_UPDATE,
+    LEGACY_DROP,
+    column_exists_sql,
+    table_exists_sql,
+)
 
 AUTH_BATCH = 5000
 """Rows read, checked and authenticated per statement when an existing ledger is upgraded."""
@@ -37,16 +51,55 @@ class StoreUpgrade(GroupCommit):
         cur.execute(self.sql(table_exists_sql(self.dialect)), (name,))
         return cur.fetchone() is not None
 
+    def _has_column(self, cur: Any, name: str) -> bool:
+        cur.execute(self.sql(column_exists_sql(self.dialect)), (name,))
+        return cur.fetchone() is not None
+
     def pending_upgrade(self) -> tuple[int, int]:
         """What an upgrade has to do: the events to authenticate (every event of a ledger from before
         authenticators, else none) and the leaves the tree lacks."""
         with self._read_cursor() as cur:
             head = self._head_position(cur)
-            unauthenticated = 0 if self._has_table(cur, "event_auth") else head
-            cur.execute("SELECT MAX(id) FROM tlog_hashes")
-            (top,) = cur.fetchone()
-        leaves = size_of(0 if top is None else int(top) + 1) or 0
-        return unauthenticated, max(0, head - leaves)
+            if not self._has_column(cur, "mac"):
+                return head, head
+            leaves = self._tree_size(cur)
+        return 0, max(0, head - leaves)
+
+    def move_into_rows(self) -> int:
+        """On a schema-2 ledger (authenticators in ``event_auth``, tree hashes in ``tlog_hashes``): in one
+        transaction under the write lock, add the rows' ``mac`` and ``tree`` columns, copy each row's authenticator
+        into its row, drop the side tables (the tree is derived from the chain: :meth:`build_tree` writes it again,
+        checking each row's chain link and authenticator). Returns the rows moved (0: nothing to do). A ledger from
+        before authenticators is left to :meth:`authenticate_existing`; an empty one gets the columns."""
+        with self.write_transaction() as cur:
+            if self._has_column(cur, "mac"):
+                return 0
+            authenticated = self._has_table(cur, "event_auth")
+            head = self._head_position(cur)
+            if not authenticated and head:
+                return 0
+            self._add_row_columns(cur)
+            if authenticated:
+                if self.dialect == "sqlite":
+                    cur.execute(
+                        "UPDATE events SET mac = (SELECT mac FROM event_auth WHERE event_auth.position = "
+                        "events.position) WHERE position IN (SELECT position FROM event_auth)"
+                    )
+                else:
+                    cur.execute("UPDATE events SET mac = a.mac FROM event_auth a WHERE a.position = events.position")
+            for ddl in LEGACY_DROP[self.dialect]:
+                cur.execute(ddl)
+        self._forget_head()
+        return head
+
+    def _add_row_columns(self, cur: Any) -> None:
+        """Add whichever of the rows' ``mac`` and ``tree`` columns is missing, and the guard on UPDATE that lets
+        each be written once."""
+        for column, ddl in ADD_ROW_COLUMNS[self.dialect]:
+            if column is None or not self._has_column(cur, column):
+                cur.execute(ddl)
+        for ddl in GUARD_UPDATE[self.dialect]:
+            cur.execute(ddl)
 
     def authenticate_existing(
         self,
@@ -55,17 +108,16 @@ class StoreUpgrade(GroupCommit):
         meta: dict[str, Any],
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """On a ledger with events and no authenticators' table (one from before them): in one transaction under
-        the write lock, create the table, verify the whole chain, authenticate every row, and append the events
-        ``vouch`` returns to ``stream`` (with ``meta``), authenticated too. Returns the rows authenticated (0
-        when the table already existed: then nothing is ever vouched for again). A broken chain or a refusal
-        from ``vouch`` leaves nothing behind. ``progress`` gets the rows done so far."""
+        """On a ledger with events and no authenticators (one from before them): in one transaction under the
+        write lock, add the ``mac`` and ``tree`` columns, verify the whole chain, authenticate every row, and
+        append the events ``vouch`` returns to ``stream`` (with ``meta``), authenticated too. Returns the rows
+        authenticated (0 when the column already existed: then nothing is ever vouched for again). A broken chain
+        or a refusal from ``vouch`` leaves nothing behind. ``progress`` gets the rows done so far."""
         self._require_key("authenticate the log's events")
         with self.write_transaction() as cur:
-            if self._has_table(cur, "event_auth"):
+            if self._has_column(cur, "mac") or self._has_table(cur, "event_auth"):  # current, or schema 2 first
                 return 0
-            for ddl in append_only_ddl(self.dialect, "event_auth"):
-                cur.execute(ddl)
+            self._add_row_columns(cur)
             head = self._head_position(cur)
             if head == 0:
                 return 0
@@ -96,7 +148,7 @@ class StoreUpgrade(GroupCommit):
         page_sql = self.sql(
             f"SELECT {_COLUMNS} FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT {AUTH_BATCH}"
         )
-        auth_sql = self.sql(series_insert(self.dialect, "event_auth"))
+        auth_sql = self.sql("UPDATE events SET mac = ? WHERE position = ?")
         done, prev_hash, last = 0, GENESIS_HASH, None
         while done < head:
             cur.execute(page_sql, (done, head))
@@ -109,8 +161,8 @@ class StoreUpgrade(GroupCommit):
                     _BROKEN_HINT,
                     position,
                 )
-            macs = self.row_key.macs([r.hash for r in page])
-            cur.execute(auth_sql, series_params(self.dialect, done + 1, macs))
+            mac = self.row_key.mac
+            cur.executemany(auth_sql, [(mac(bytes.fromhex(r.hash)), r.position) for r in page])
             done, prev_hash, last = page[-1].position, page[-1].hash, page[-1]
             if progress is not None:
                 progress(done)
@@ -131,6 +183,5 @@ class StoreUpgrade(GroupCommit):
             meta_json=encode_meta(meta),
             encoded=[encode(e) for e in events],
         )
-        self._insert(cur, list(rows))
-        macs = self.row_key.macs([r[9] for r in rows])
-        cur.execute(self.sql(series_insert(self.dialect, "event_auth")), series_params(self.dialect, rows[0][0], macs))
+        mac = self.row_key.mac
+        self._insert_chunks(cur, [(*r, mac(bytes.fromhex(r[9])), None) for r in rows])  # the tree: build_tree

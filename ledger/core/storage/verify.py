@@ -4,25 +4,23 @@ hash, with the stored one; and the tree's rebuild over a log that passes the fir
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ledger.core.chain import ChainReport, StoredRecord, verify_chain
 from ledger.core.errors import IntegrityViolation
 from ledger.core.storage.driver_errors import translate_errors
-from ledger.core.storage.schema import _COLUMNS, append_only_ddl, authenticated
-from ledger.core.storage.tree import EMPTY, TREE_BATCH, StoreTree, Tree, size_of
-from ledger.core.tlog import merkle
+from ledger.core.storage.schema import _COLUMNS, TREE_HEAD, TREE_REWRITE
+from ledger.core.storage.tree import EMPTY, TREE_BATCH, StoreTree, Tree
 
 
 class _TreeCheck:
     """Recomputes the tree from the chain hashes as they are read and compares each page's stored hashes with the
-    table's; keeps the first difference."""
+    rows'; keeps the first difference."""
 
     def __init__(self, store: StoreVerify, stored_leaves: int) -> None:
         self.store = store
-        self.stored_leaves = stored_leaves  # leaves the table holds (compared up to there)
+        self.stored_leaves = stored_leaves  # leaves the rows hold (compared up to there)
         self.tree: Tree = EMPTY
         self.pending: list[str] = []
         self.problem: tuple[int, str] | None = None
@@ -32,34 +30,27 @@ class _TreeCheck:
             self.pending.append(digest)
 
     def compare(self) -> None:
-        """Compare the hashes of the leaves added since the last call with the table's."""
+        """Compare the hashes of the leaves added since the last call with the rows'."""
         if not self.pending or self.problem is not None:
             return
         start, hashes = self.tree, self.pending
-        self.tree, blob = start.extend(hashes)
+        self.tree, wanted = start.extend_raw([bytes.fromhex(h) for h in hashes])
         self.pending = []
-        first = merkle.stored_hash_index(0, start.size)
         with self.store.read_cursor() as cur:
             cur.execute(
-                self.store.sql("SELECT id, hash FROM tlog_hashes WHERE id >= ? AND id < ? ORDER BY id"),
-                (first, first + len(blob) // 32),
+                self.store.sql("SELECT position, tree FROM events WHERE position > ? AND position <= ? ORDER BY position"),
+                (start.size, self.tree.size),
             )
-            stored = cur.fetchall()
-        for k in range(len(blob) // 32):
-            want = blob[32 * k : 32 * (k + 1)]
-            if k >= len(stored) or int(stored[k][0]) != first + k or bytes(stored[k][1]) != want:
-                # The leaf whose hashes hold this id: the last leaf stored at or before it.
-                leaf = start.size + bisect.bisect_right(range(start.size, self.tree.size), first + k, key=_leaf_id) - 1
+            stored = {int(p): t for p, t in cur.fetchall()}
+        for leaf, want in enumerate(wanted, start.size):
+            have = stored.get(leaf + 1)
+            if have is None or bytes(have) != want:
                 self.problem = (
                     leaf + 1,
-                    f"the stored tree's hash {first + k} (leaf {leaf}) is not the one the chain gives: the tree "
-                    "was altered",
+                    f"the stored tree's hashes of leaf {leaf} are {'missing' if have is None else 'not the ones the chain gives'}: "
+                    "the tree was altered",
                 )
                 return
-
-
-def _leaf_id(n: int) -> int:
-    return merkle.stored_hash_index(0, n)
 
 
 class StoreVerify(StoreTree):
@@ -81,9 +72,9 @@ class StoreVerify(StoreTree):
             ).one()
             # The tree's size and the log's head in one statement (one snapshot: appends write both at once);
             # events appended after ``head`` are not compared, but the tree must match the log they belong to.
-            now, top = (
+            now, leaves = (
                 conn.exec_driver_sql(
-                    "SELECT (SELECT MAX(position) FROM events WHERE position >= 1), (SELECT MAX(id) FROM tlog_hashes)"
+                    f"SELECT (SELECT MAX(position) FROM events WHERE position >= 1), (SELECT position FROM ({TREE_HEAD}) AS t)"
                 ).one()
                 if tree and self.tlog
                 else (head, None)
@@ -92,8 +83,8 @@ class StoreVerify(StoreTree):
             return ChainReport(
                 False, 0, 0, int(outside), f"a row at position {outside} lies outside 1..{head}: it is off the chain"
             )
-        leaves = size_of(0 if top is None else int(top) + 1)
-        trees = _TreeCheck(self, min(leaves or 0, head)) if tree and self.tlog else None
+        leaves = int(leaves or 0)
+        trees = _TreeCheck(self, min(leaves, head)) if tree and self.tlog else None
         forged: list[IntegrityViolation] = []
 
         def records() -> Iterator[StoredRecord]:
@@ -134,7 +125,7 @@ class StoreVerify(StoreTree):
             )
         if trees is not None:
             trees.compare()
-            problem = trees.problem or _tree_size_problem(leaves, top, int(now or 0))
+            problem = trees.problem or _tree_size_problem(leaves, int(now or 0))
             if problem is not None:
                 return ChainReport(False, report.checked, head, problem[0], problem[1])
         return report
@@ -142,15 +133,14 @@ class StoreVerify(StoreTree):
     def _verify_rows(self, head: int, batch_size: int) -> Iterator[tuple[StoredRecord, Any]]:
         """Every row up to ``head`` with its authenticator (``None`` where it has none), unchecked, in pages."""
         mac = ", mac" if self.checker is not None else ""
-        source, bounds = authenticated(self.dialect) if self.checker is not None else ("events", 0)
         text = self.sql(
-            f"SELECT {_COLUMNS}{mac} FROM {source} WHERE position > ? AND position <= ? ORDER BY position "
+            f"SELECT {_COLUMNS}{mac} FROM events WHERE position > ? AND position <= ? ORDER BY position "
             f"LIMIT {int(batch_size)}"
         )
         after = 0
         while after < head:
             with self._read_cursor() as cur:
-                cur.execute(text, (*[after] * (bounds + 1), head))
+                cur.execute(text, (after, head))
                 page = cur.fetchall()
             for row in page:
                 yield StoredRecord(*row[:10]), (row[10] if mac else None)
@@ -171,9 +161,9 @@ class StoreVerify(StoreTree):
                 "verify` and restore the database from a backup",
                 report.first_bad_position,
             )
+        lift, restore = TREE_REWRITE[self.dialect]
         with self.write_transaction() as cur:
-            cur.execute("DROP TABLE IF EXISTS tlog_hashes")
-            for ddl in append_only_ddl(self.dialect, "tlog_hashes"):
+            for ddl in lift:  # every row's tree is rewritten: the guard lets a row's tree be written once only
                 cur.execute(ddl)
             head = self._head_position(cur)
             built = EMPTY
@@ -181,20 +171,18 @@ class StoreVerify(StoreTree):
                 built = self._grow(cur, built, min(built.size + TREE_BATCH, head))
                 if progress is not None:
                     progress(built.size)
+            for ddl in restore:
+                cur.execute(ddl)
         self._verified = 0
         self._forget_head()
         return head
 
 
-def _tree_size_problem(leaves: int | None, top: int | None, head: int) -> tuple[int | None, str] | None:
+def _tree_size_problem(leaves: int, head: int) -> tuple[int | None, str] | None:
     """What is wrong with the stored tree's size against a log of ``head`` events (``None``: nothing)."""
-    if leaves is None:
-        return None, f"the tree's table ends part-way through a leaf's hashes (last id {top}): it was altered"
     if leaves < head:
         return (
             leaves + 1,
             f"the tree covers only {leaves} of the log's {head} events: run `compliance-ledger init` to build the rest",
         )
-    if leaves > head:
-        return None, f"the tree holds {leaves} leaves, more than the log's {head} events: it was altered"
     return None

@@ -62,6 +62,26 @@ def stored_hash_count(n: int) -> int:
     return count
 
 
+def stored_hash_leaf(index: int) -> tuple[int, int]:
+    """Which leaf's append stored the hash at ``index``, and where among the hashes it stored (0: the leaf's own
+    hash, then its parents): the inverse of :func:`stored_hash_index` over the stored layout."""
+    if index < 0:
+        raise ValueError(f"no stored hash has index {index}")
+    lo, hi = index // 2, index  # stored_hash_index(0, n) lies between n and 2n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if stored_hash_index(0, mid) <= index:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, index - stored_hash_index(0, lo)
+
+
+def hashes_stored_with(n: int) -> int:
+    """How many hashes the append of leaf n stores: its own and one a subtree it completes."""
+    return 1 + _trailing_ones(n)
+
+
 def _trailing_ones(n: int) -> int:
     return ((n ^ (n + 1)).bit_length()) - 1
 
