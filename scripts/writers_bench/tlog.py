@@ -17,9 +17,7 @@ from benchkit.stats import median, percentile
 
 from ledger.core.events import MemorySearched, SessionStarted
 from ledger.core.storage import MAX_GROUP, SqlEventStore
-from ledger.core.storage.schema import series_insert, series_params
 from ledger.core.storage.tree import EMPTY
-from ledger.core.tlog import merkle
 from writers_bench.threads import META, ROW_KEY, drop_schema, open_store, slice_run
 
 VARIANTS = (("with", True), ("without", False))
@@ -113,19 +111,23 @@ def measure_gate_read(backend: str, tmp: Path, rounds: int) -> dict[str, float]:
 
 COMMIT_LAYOUTS = (
     "events only",
-    "with authenticator and hashes",
+    "with authenticator and hashes in two side tables (schema 2)",
     "both in one side table",
-    "both in the events row",
+    "both in the events row (schema 3)",
+)
+_SIDE_TABLES = (
+    "CREATE TABLE event_auth (position INTEGER PRIMARY KEY, mac BLOB NOT NULL)",
+    "CREATE TABLE tlog_hashes (id INTEGER PRIMARY KEY, hash BLOB NOT NULL)",
+    "CREATE TABLE tlog_rows (position INTEGER PRIMARY KEY, mac BLOB NOT NULL, hashes BLOB NOT NULL)",
 )
 
 
 def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str, float]:
-    """What two more rows in two more tables cost a commit on a SQLite file, outside the ledger's code: raw
-    sqlite3 on the store's own schema (WAL, ``synchronous=FULL``), one events row per transaction alone, or with
-    an ``event_auth`` row and two ``tlog_hashes`` rows, interleaved; median µs per commit. Two other layouts of
-    the same bytes are measured beside them, for what a change of schema would save: the authenticator and the
-    leaf's hashes in *one* side table (a row per event), and in two more columns of the events row itself (a copy
-    of the events table with its indexes and triggers)."""
+    """What the authenticator and the leaf's hashes cost a commit on a SQLite file in each layout, outside the
+    ledger's code: raw sqlite3 on the store's own events table (WAL, ``synchronous=FULL``, its indexes and
+    triggers), one row per transaction, interleaved; median µs per commit. Alone (NULL ``mac`` and ``tree``); with
+    an ``event_auth`` row and two ``tlog_hashes`` rows (schema 2's layout); with one side-table row holding both;
+    and with both in the row's own ``mac`` and ``tree`` columns (schema 3's, what the ledger writes)."""
     import sqlite3
 
     from ledger.core.chain import GENESIS_HASH
@@ -136,36 +138,23 @@ def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str
     conn = sqlite3.connect(str(path), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    columns = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash"
-    insert = f"INSERT INTO events ({columns}) VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{{}}', ?, ?, ?)"
-    # The events table's copy, with its indexes and triggers, and two more columns for the authenticator and hashes
-    schema = "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND sql IS NOT NULL"
-    for (ddl,) in conn.execute(schema).fetchall():
-        conn.execute(re.sub(r"\bevents\b", "events_wide", re.sub(r"\b(ix_\w+|events_\w+)\b", r"\1_wide", ddl)))
-    conn.execute("ALTER TABLE events_wide ADD COLUMN mac BLOB")
-    conn.execute("ALTER TABLE events_wide ADD COLUMN tlog BLOB")
-    conn.execute("CREATE TABLE tlog_rows (position INTEGER PRIMARY KEY, mac BLOB NOT NULL, hashes BLOB NOT NULL)")
-    wide = (
-        f"INSERT INTO events_wide ({columns}, mac, tlog) "
-        "VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{}', ?, ?, ?, ?, ?)"
-    )
-    heads = {"events": (0, GENESIS_HASH), "events_wide": (0, GENESIS_HASH)}
+    for ddl in _SIDE_TABLES:
+        conn.execute(ddl)
+    columns = "position, stream, version, type, schema_version, data, meta, recorded_at, prev_hash, hash, mac, tree"
+    insert = f"INSERT INTO events ({columns}) VALUES (?, ?, ?, 'MemorySearched', 1, ?, '{{}}', ?, ?, ?, ?, ?)"
+    position, prev = 0, GENESIS_HASH
     ids = 0
     times: dict[str, list[float]] = {name: [] for name in COMMIT_LAYOUTS}
     for _ in range(rounds):
         for name in times:
-            table = "events_wide" if name == COMMIT_LAYOUTS[3] else "events"
-            position, prev = heads[table]
             t0 = time.perf_counter()
             for _ in range(commits):
                 position += 1
                 digest = secrets.token_hex(32)
                 conn.execute("BEGIN IMMEDIATE")
                 row = (position, f"session:{position % 50}", position, "x" * 300, f"{position:020d}", prev, digest)
-                if table == "events_wide":
-                    conn.execute(wide, (*row, os.urandom(32), os.urandom(64)))
-                else:
-                    conn.execute(insert, row)
+                in_row = name == COMMIT_LAYOUTS[3]
+                conn.execute(insert, (*row, *((os.urandom(32), os.urandom(64)) if in_row else (None, None))))
                 if name == COMMIT_LAYOUTS[1]:
                     conn.execute("INSERT INTO event_auth (position, mac) VALUES (?, ?)", (position, os.urandom(32)))
                     conn.execute(
@@ -177,28 +166,33 @@ def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str
                     conn.execute("INSERT INTO tlog_rows VALUES (?, ?, ?)", (position, os.urandom(32), os.urandom(64)))
                 conn.execute("COMMIT")
                 prev = digest
-            heads[table] = (position, prev)
             times[name].append((time.perf_counter() - t0) / commits * 1e6)
     conn.close()
     return {name: median(values) for name, values in times.items()}
 
 
 def synthetic_tree(backend: str, tmp: Path, leaves: int) -> tuple[SqlEventStore, str | None]:
-    """A store whose ``tlog_hashes`` holds the tree of ``leaves`` random leaves, written with the statement the
-    append path writes hashes with (no events behind it: the benchmark marks its size as checked, the one check
+    """A store of ``leaves`` chained rows with random hashes, each holding its leaf's tree hashes as an append
+    writes them (no authenticators, no payloads: the benchmark marks its size as checked, the one check
     :meth:`tree_size` makes once per size)."""
+    from ledger.core.chain import GENESIS_HASH
+
     store, schema = open_store(backend, tmp, MAX_GROUP, name=f"-proof-{leaves}")
-    tree = EMPTY
-    sql = store.sql(series_insert(store.dialect, "tlog_hashes"))
+    tree, prev = EMPTY, GENESIS_HASH
     while tree.size < leaves:
         batch = [secrets.token_hex(32) for _ in range(min(50_000, leaves - tree.size))]
-        first = merkle.stored_hash_index(0, tree.size)
-        tree, blob = tree.extend(batch)
+        first = tree.size + 1
+        tree, stored = tree.extend_raw([bytes.fromhex(h) for h in batch])
+        rows = []
+        for k, (digest, hashes) in enumerate(zip(batch, stored, strict=True)):
+            p = first + k
+            rows.append((p, "s", p, "X", 1, "{}", "{}", "2026-01-01T00:00:00.000000Z", prev, digest, None, hashes))
+            prev = digest
         with store.write_transaction() as cur:
-            cur.execute(sql, series_params(store.dialect, first, blob))
+            store._insert_chunks(cur, rows)
     if store.dialect == "postgresql":
         with store.read_cursor() as cur:
-            cur.execute("ANALYZE tlog_hashes")
+            cur.execute("ANALYZE events")
     store._verified = leaves
     return store, schema
 

@@ -1,8 +1,8 @@
 """Row authenticators: proof that the ledger itself wrote an event row.
 
 The chain trigger checks that a new row extends the chain, not who wrote it, so anyone with INSERT rights on the
-database could append a correctly chained row. Every row therefore gets an authenticator in the ``event_auth``
-table, written in the same transaction: ``HMAC-SHA256(row key, the 32 raw bytes of the row's chain hash)``. The
+database could append a correctly chained row. Every row therefore carries an authenticator in its ``mac``
+column, written with it: ``HMAC-SHA256(row key, the 32 raw bytes of the row's chain hash)``. The
 row key lives outside the database: it is derived with HKDF-SHA256 (info :data:`INFO`) from the ledger's receipt
 key secret, which sits beside the signing key in the ledger's home and never enters the database. The chain hash
 already covers the row's position, stream, version, type, payload, metadata, time and predecessor, so the

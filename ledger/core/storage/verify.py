@@ -149,8 +149,8 @@ class StoreVerify(StoreTree):
             after = page[-1][0]
 
     def rebuild_tree(self, progress: Callable[[int], None] | None = None) -> int:
-        """Check the chain and every authenticator, then drop the tree and build it again from the log, in one
-        transaction (the old tree stays if anything fails); return the leaves built. ``progress`` gets the
+        """Check the chain and every authenticator, then write every row's tree hashes again from the log, in one
+        transaction (the old ones stay if anything fails); return the leaves built. ``progress`` gets the
         leaves built so far."""
         self._require_key("rebuild the tree")
         report = self.verify(tree=False)

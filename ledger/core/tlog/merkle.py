@@ -67,14 +67,16 @@ def stored_hash_leaf(index: int) -> tuple[int, int]:
     hash, then its parents): the inverse of :func:`stored_hash_index` over the stored layout."""
     if index < 0:
         raise ValueError(f"no stored hash has index {index}")
-    lo, hi = index // 2, index  # stored_hash_index(0, n) lies between n and 2n
+    # stored_hash_index(0, n) = 2n − popcount(n), strictly increasing in n: the leaf is the last n where it is at
+    # most ``index``, so n lies between index / 2 and (index + popcount(n)) / 2 (a few steps of a search).
+    lo, hi = index // 2, min(index, (index + index.bit_length() + 1) // 2)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if stored_hash_index(0, mid) <= index:
+        if 2 * mid - mid.bit_count() <= index:
             lo = mid
         else:
             hi = mid - 1
-    return lo, index - stored_hash_index(0, lo)
+    return lo, index - (2 * lo - lo.bit_count())
 
 
 def hashes_stored_with(n: int) -> int:
