@@ -21,11 +21,11 @@ from ledger.core.storage.pending import _copy_error, _held_lock, _MemberRefused,
 from ledger.core.storage.schema import (
     _INSERT_CHUNK,
     _VERSION_AND_HEAD,
-    INSERT_ONE,
     VERSION_AND_AUTH_HEAD,
     _guarded_insert_sql,
-    _insert_rows_sql,
     _versions_and_head_sql,
+    insert_one_sql,
+    insert_rows_sql,
     versions_and_auth_head_sql,
 )
 from ledger.core.storage.tree import Seal, StoreTree, Tree
@@ -41,7 +41,7 @@ class GroupCommit(StoreTree):
         """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""
         self.group_limit = max(1, group_limit)  # 1: every append its own transaction (no group commit)
         self._clock = clock
-        self._insert_one = self.sql(INSERT_ONE)
+        self._insert_one = insert_one_sql(self.dialect)
         self._queue: list[_Pending] = []  # appends waiting for a group commit, in arrival order
         self._mutex = threading.Lock()  # guards _queue and _leading (held for list operations only)
         self._leading = False  # a thread is writing a group; while it is, new appends queue behind it
@@ -334,7 +334,7 @@ class GroupCommit(StoreTree):
         """``rows`` as multi-row INSERTs of up to ``_INSERT_CHUNK`` rows, each statement whole when sent."""
         for start in range(0, len(rows), _INSERT_CHUNK):
             chunk = rows[start : start + _INSERT_CHUNK]
-            cur.execute(self.sql(_insert_rows_sql(len(chunk))), _flat(chunk))
+            cur.execute(insert_rows_sql(self.dialect, len(chunk)), _flat(chunk))
 
 
 def _flat(rows: list[tuple[Any, ...]]) -> list[Any]:
