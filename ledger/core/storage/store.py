@@ -165,6 +165,7 @@ class SqlEventStore(StoreUpgrade, StoreVerify):
 
     def dispose(self) -> None:
         """Close every pooled connection (the store's and the health probe's)."""
+        self._drop_writer()
         self.engine.dispose()
         with self._probe_lock:
             if self._probe is not None:
