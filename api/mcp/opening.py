@@ -146,5 +146,5 @@ class OpeningLimiter(RateLimiter):
         return inner.take(key) if inner is not None else super().take(key)
 
     async def take_async(self, key: str) -> float | None:
-        inner = await anyio.to_thread.run_sync(self._limiter)
+        inner = self._inner if self._built else await anyio.to_thread.run_sync(self._limiter)  # waits off the loop
         return await inner.take_async(key) if inner is not None else super().take(key)
