@@ -37,7 +37,7 @@ class Identity:
         return self.role == "admin"
 
     def actor(self, source: Source) -> Actor:
-        from ledger.kernel import Actor
+        from ledger.service import Actor
 
         return Actor(self.agent, source, role=self.role, by_key=self.by_key)
 

@@ -18,7 +18,7 @@ from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 if TYPE_CHECKING:
     from ledger.core.decision_settings import DecisionSettings
     from ledger.core.storage import LedgerStore
-    from ledger.workflow.decisions import Workflow
+    from ledger.workflow.report import Workflow
     from projections.search import SearchIndex
 
 __all__ = [

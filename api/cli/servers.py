@@ -44,15 +44,12 @@ def mcp(
     gc.disable()
     from api.mcp.opening import LedgerOpening, OpeningLimiter
     from api.mcp.server import build_mcp
-    from ledger.sessions.project import check_working_dir
-    from ledger.workflow.table import configured_workflow
+    from ledger.workflow.report import configured_workflow
 
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
-    try:  # refused here, with a message, rather than failing inside the server: a bad directory or workflow table
-        if working_dir is not None:  # where the ledger would accept it (Ledger.check_working_dir)
-            working_dir = str(check_working_dir(working_dir, tuple(settings.project_roots)))
-        workflow = configured_workflow(settings.workflow_file)  # the task tools publish its names
+    try:  # the task tools publish its names: a bad table is refused here, before serving
+        workflow = configured_workflow(settings.workflow_file)
     except LedgerError as exc:
         raise fail(exc) from exc
     beats: list[Heartbeat] = []
@@ -62,6 +59,12 @@ def mcp(
 
         try:
             ledger, report = open_node(settings, progress=progress, workflow=workflow)
+            if working_dir is not None:  # a directory the default session could not name refuses the start
+                try:
+                    ledger.check_working_dir(working_dir)
+                except LedgerError:
+                    ledger.store.dispose()
+                    raise
             beats.append(_heartbeat(ledger, "mcp", report.settings_digest, settings, background=True))
             return ledger
         finally:

@@ -16,7 +16,7 @@ from ledger.core.text import find_bad_text
 
 if TYPE_CHECKING:
     from ledger.service import Actor, Ledger
-    from ledger.workflow.decisions import Workflow
+    from ledger.workflow.report import Workflow
 
 T = TypeVar("T")
 SESSION_HELP = "call clock_in first and pass the session_id it returns"

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
     from ledger.service import Ledger
-    from ledger.workflow.decisions import Workflow
+    from ledger.workflow.report import Workflow
 
 log = logging.getLogger(__name__)
 

@@ -69,7 +69,7 @@ def build_mcp(
     opening: list[threading.Thread] = []  # the default session's clock-in, when it runs beside the handshake
 
     def actor_of(name: str) -> Actor:
-        from ledger.kernel import Actor
+        from ledger.service import Actor  # loaded by then: the ledger is open, or opening for this call
 
         return Actor(name, "mcp")
 
