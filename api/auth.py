@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 
 from ledger.core.events import KeyRole
-from ledger.service import Actor, Ledger, Source
-from projections.apikeys import KeyRing, KeyView
+
+if TYPE_CHECKING:  # the service loads the store (SQLAlchemy): not on the path of ``mcp``'s ``initialize`` answer
+    from ledger.service import Actor, Ledger, Source
+    from projections.apikeys import KeyRing, KeyView
 
 # Where the HTTP front end leaves the identity it proved for an MCP request (an ASGI scope key: set by the server,
 # never by anything the client sends), so the tool that request calls does not read the key ring again.
@@ -34,6 +37,8 @@ class Identity:
         return self.role == "admin"
 
     def actor(self, source: Source) -> Actor:
+        from ledger.service import Actor
+
         return Actor(self.agent, source, role=self.role, by_key=self.by_key)
 
 
@@ -83,4 +88,6 @@ def identify_provisionally(
     """:func:`identify` against a key ring already in hand (no database read). The ring may be behind the log, so
     the answer is provisional: a refusal must be confirmed, and an acceptance resolved again, with
     :func:`identify`."""
+    from ledger.service import Ledger
+
     return _identity(Ledger.identify_in(ring, api_key), fallback_agent, fallback_role)

@@ -3,6 +3,7 @@ plain :class:`~ledger.compose.LedgerSettings` it is fed, and a database URL with
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from ledger.service import CapabilityConfig, Ledger, LedgerConfig, ProgressBars
 if TYPE_CHECKING:
     from ledger.core.decision_settings import DecisionSettings
     from ledger.core.storage import LedgerStore
+    from ledger.workflow.report import Workflow
     from projections.search import SearchIndex
 
 __all__ = [
@@ -109,11 +111,18 @@ def initialise(
 
 
 def open_node(
-    settings: Settings, clock: _clock.Clock = _clock.now, *, progress: ProgressBars | None = None
+    settings: Settings,
+    clock: _clock.Clock = _clock.now,
+    *,
+    progress: ProgressBars | None = None,
+    workflow: Workflow | None = None,
 ) -> tuple[Ledger, InitReport]:
     """:func:`ledger.compose.open_node` (``serve`` and ``mcp``: a start changes nothing) with the environment's
-    settings."""
-    return compose.open_node(ledger_settings(settings), clock, progress=progress)
+    settings; ``workflow``: the table already read from them (``mcp`` reads it first)."""
+    plain = ledger_settings(settings)
+    if workflow is not None:
+        plain = dataclasses.replace(plain, capabilities=dataclasses.replace(plain.capabilities, workflow=workflow))
+    return compose.open_node(plain, clock, progress=progress)
 
 
 def decision_settings(settings: Settings) -> DecisionSettings:

@@ -19,14 +19,16 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from api.responses import ErrorBody
 from ledger.core import clock as _clock
 from ledger.core.errors import LedgerError
-from ledger.core.storage import ReadModelTables, rate_buckets
+
+if TYPE_CHECKING:  # the store loads SQLAlchemy: not on the path of ``mcp``'s ``initialize`` answer
+    from ledger.core.storage import ReadModelTables
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,8 @@ class SharedRateLimiter(RateLimiter):
         self._calls = 0
 
     def take(self, key: str) -> float | None:
+        from ledger.core.storage import rate_buckets
+
         now = self.clock().timestamp()
         try:
             wait = rate_buckets.take(self.store, key, self.limit, self.window, now)
@@ -154,6 +158,10 @@ def limiter(limit: int, window: float, store: ReadModelTables | None = None) -> 
     ``store`` on PostgreSQL the limit is shared by every node (:class:`SharedRateLimiter`)."""
     if limit <= 0:
         return None
-    if store is not None and store.dialect in rate_buckets.DDL:
+    if store is None:
+        return RateLimiter(limit, window)
+    from ledger.core.storage import rate_buckets
+
+    if store.dialect in rate_buckets.DDL:
         return SharedRateLimiter(limit, window, store)
     return RateLimiter(limit, window)

@@ -177,6 +177,8 @@ class Settings(BaseSettings):
     @field_validator("witnesses")
     @classmethod
     def _check_witnesses(cls, text: str) -> str:
+        if not text.strip():  # none: nothing to check (and the note verifier's cryptography need not load)
+            return text
         from ledger.core.tlog.policy import parse_witnesses
 
         parse_witnesses(text)  # a ValueError names the entry and says what to send

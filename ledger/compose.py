@@ -28,7 +28,7 @@ from ledger.core.storage import LedgerStore, MemoryStore, RowKey, SqlEventStore,
 from ledger.enforcement.rules import RULES_FILE
 from ledger.kernel import LEDGER_STREAM, bindings
 from ledger.service import Actor, CapabilityConfig, Ledger, LedgerConfig, ProgressBars
-from ledger.workflow.table import TABLE
+from ledger.workflow.table import TABLE, configured_workflow
 from projections import embedder as _embedder
 from projections.search import SearchIndex
 from projections.search.fusion import MIN_SIMILARITY
@@ -107,9 +107,7 @@ def compose(
 def _with_files(settings: LedgerSettings) -> CapabilityConfig:
     """The capabilities' settings with the workflow table and the enforcement rules read from their files."""
     cap = settings.capabilities
-    workflow = cap.workflow or TABLE.setting(
-        settings.workflow_file, "fix the workflow table, or unset LEDGER_WORKFLOW_FILE to use the default"
-    )
+    workflow = cap.workflow or configured_workflow(settings.workflow_file)
     rules = cap.enforcement_rules or RULES_FILE.setting(
         settings.enforcement_rules_file,
         "fix the rules file, or unset LEDGER_ENFORCEMENT_RULES_FILE to use the default",

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ledger.core.data_keys import ERASED_TEXT
 from ledger.core.events import (
     AnchorAttempted,
     AnchorChallengeIssued,
@@ -22,6 +21,7 @@ from ledger.core.events import (
     SessionErased,
     SessionStarted,
 )
+from ledger.core.sealed import ERASED_TEXT
 from projections._copy import in_place, with_changes
 
 TokenStatus = Literal["none", "valid", "consumed", "expired"]

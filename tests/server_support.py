@@ -139,6 +139,7 @@ def ledger_cli(home: Path, url: str, *args: str, **env: str) -> subprocess.Compl
     return subprocess.run(
         [sys.executable, "-m", "api", *args],
         env={**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, **env},
+        stdin=subprocess.DEVNULL,  # ``mcp`` serves until its input ends (one whose ledger cannot open, too)
         capture_output=True,
         text=True,
         timeout=READY_WITHIN,

@@ -38,40 +38,62 @@ def mcp(
     log_json: Annotated[bool, typer.Option("--log-json", help=LOG_JSON_HELP)] = False,
 ) -> None:
     """Run the MCP server on stdio for one agent, with a default session opened at start."""
-    gc.disable()  # start-up allocates a great many long-lived objects (models, schemas): no collection until served
-    from api.bootstrap import open_node
+    # Start-up allocates a great many long-lived objects (models, schemas, then the ledger): no collection until the
+    # ledger is open. The ledger opens after the ``initialize`` answer (api/mcp/opening.py): what answers it loads
+    # neither SQLAlchemy nor the store.
+    gc.disable()
+    from api.mcp.opening import LedgerOpening, OpeningLimiter
     from api.mcp.server import build_mcp
-    from api.ratelimit import limiter
+    from ledger.workflow.report import configured_workflow
 
     settings = settings_of(ctx)
     _operate(settings, log_json)  # logs on stderr: stdout carries the protocol
-    try:
-        ledger, report = open_node(settings, progress=progress)
+    try:  # the task tools publish its names: a bad table is refused here, before serving
+        workflow = configured_workflow(settings.workflow_file)
     except LedgerError as exc:
         raise fail(exc) from exc
-    if working_dir is not None:
-        try:  # refuse a bad directory here, with a message, rather than failing inside the server
-            working_dir = ledger.check_working_dir(working_dir)
-        except LedgerError as exc:
-            raise fail(exc) from exc
+    beats: list[Heartbeat] = []
+
+    def open_ledger() -> Ledger:
+        from api.bootstrap import open_node
+
+        try:
+            ledger, report = open_node(settings, progress=progress, workflow=workflow)
+            if working_dir is not None:  # a directory the default session could not name refuses the start
+                try:
+                    ledger.check_working_dir(working_dir)
+                except LedgerError:
+                    ledger.store.dispose()
+                    raise
+            beats.append(_heartbeat(ledger, "mcp", report.settings_digest, settings, background=True))
+            return ledger
+        finally:
+            gc.freeze()  # what start-up built stays: later collections need not walk it
+            gc.enable()
+
+    opening = LedgerOpening(open_ledger, workflow)
     server = build_mcp(
-        ledger,
+        opening,
         agent=agent,
         default_role=role,
         default_working_dir=working_dir,
         open_default_session=True,
         open_in_background=True,
-        limiter=limiter(settings.rate_limit, settings.rate_limit_window_seconds, ledger.store),
+        limiter=OpeningLimiter(opening, settings.rate_limit, settings.rate_limit_window_seconds)
+        if settings.rate_limit > 0
+        else None,
         transport="stdio",
         checkpoint_file=settings.checkpoint_path,
     )
-    beat = _heartbeat(ledger, "mcp", report.settings_digest, settings, background=True)
-    gc.freeze()  # what start-up built stays: later collections need not walk it
-    gc.enable()
+    if sys.stdin.isatty():  # a person at a terminal, not a client waiting for its answer: a refusal is said at once
+        opening.go()
     try:
         server.run()
     finally:
-        beat.stop()
+        for beat in beats:
+            beat.stop()
+    if opening.problem is not None:  # said on stderr when it happened; said again as the command's error
+        raise fail(opening.problem)
 
 
 def _heartbeat(ledger: Ledger, kind: str, digest: str, settings: Settings, *, background: bool = False) -> Heartbeat:

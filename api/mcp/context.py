@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -13,7 +13,10 @@ from pydantic import ConfigDict, model_validator
 from ledger.core.errors import LedgerError
 from ledger.core.text import HINT as TEXT_HINT
 from ledger.core.text import find_bad_text
-from ledger.service import Actor, Ledger
+
+if TYPE_CHECKING:
+    from ledger.service import Actor, Ledger
+    from ledger.workflow.report import Workflow
 
 T = TypeVar("T")
 SESSION_HELP = "call clock_in first and pass the session_id it returns"
@@ -27,6 +30,13 @@ class ToolContext:
     actor: Callable[[Context], Actor]
     session_of: Callable[[str | None], str]  # the given or default session; a tool error when there is none
     optional_session: Callable[[str | None], str | None]  # the given or default session, else None
+    known_workflow: Workflow | None = None  # the ledger's workflow table, when read before the ledger opens (stdio)
+
+    @property
+    def workflow(self) -> Workflow:
+        """The workflow table the task tools publish (read while registering them: never waits for the ledger
+        when known)."""
+        return self.known_workflow if self.known_workflow is not None else self.ledger.workflow
 
 
 Extension = Callable[[MCPServer, ToolContext], None]

@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,17 +23,20 @@ from api.mcp import anchor, brain, enforcement, gate, memory, prompts, resources
 from api.mcp.base import LedgerServer
 from api.mcp.context import SESSION_HELP, Extension, ToolContext, forbid_unknown_arguments, ledger_call
 from api.mcp.observe import ToolObserver
+from api.mcp.opening import LedgerOpening
 from api.ratelimit import RateLimiter
 from api.version import package_version
 from ledger.core.errors import LedgerError, SessionLocked
-from ledger.service import Actor, Ledger
+
+if TYPE_CHECKING:  # the service loads the store (SQLAlchemy); stdio answers ``initialize`` before it opens it
+    from ledger.service import Actor, Ledger
 
 # Added after the core tools unless the caller names its own: the brain, workflow tasks, managed tasks.
 EXTENSIONS: tuple[Extension, ...] = (brain.register, tasks.register, enforcement.register)
 
 
 def build_mcp(
-    ledger: Ledger,
+    ledger: Ledger | LedgerOpening,
     *,
     extensions: Sequence[Extension] | None = None,
     agent: str | None = None,
@@ -53,17 +56,27 @@ def build_mcp(
     handshake: the tools that use it wait for it, and say why when it could not be opened). Without it (HTTP), the
     agent is resolved from each request's API key.
 
+    ``ledger`` may be a :class:`~api.mcp.opening.LedgerOpening` (``compliance-ledger mcp``): the server answers
+    ``initialize`` before the ledger is opened, opens it once the handshake is answered, and every use waits for it.
+
     Every tool call is logged and, with a ``limiter``, rate-limited (:mod:`api.mcp.observe`); ``transport`` names
     it in the log (default: ``memory`` with ``agent`` set, else ``http``). ``checkpoint_file`` is where the latest
     checkpoint resource reads from.
     """
+    pending = ledger if isinstance(ledger, LedgerOpening) else None
+    service = ledger.ledger if isinstance(ledger, LedgerOpening) else ledger
     default: dict[str, str | None] = {"session_id": None, "refused": None}
     opening: list[threading.Thread] = []  # the default session's clock-in, when it runs beside the handshake
+
+    def actor_of(name: str) -> Actor:
+        from ledger.service import Actor  # loaded by then: the ledger is open, or opening for this call
+
+        return Actor(name, "mcp")
 
     def open_default() -> None:
         assert agent is not None
         try:
-            info = ledger.clock_in(Actor(agent, "mcp"), default_role, default_working_dir)
+            info = service.clock_in(actor_of(agent), default_role, default_working_dir)
             default["session_id"] = info.session_id
         except SessionLocked as exc:
             # The agent is locked out (human intervention required): serve anyway, so its tools can say so.
@@ -81,6 +94,8 @@ def build_mcp(
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        if pending is not None:
+            pending.start()
         if open_default_session and agent:
             if open_in_background:
                 # ``initialize`` needs no session: answer it while the clock-in runs (its credential scan loads
@@ -92,13 +107,15 @@ def build_mcp(
         try:
             yield {}
         finally:
+            if pending is not None:
+                pending.go()  # the client left: the ledger still opens, and the default session still closes
             opened()
             sid = default["session_id"]
             if sid and agent:
                 default["session_id"] = None
                 # The agent may have clocked the session out itself, or the store may be gone.
                 with contextlib.suppress(LedgerError):
-                    ledger.clock_out(Actor(agent, "mcp"), sid)
+                    service.clock_out(actor_of(agent), sid)
 
     mcp = LedgerServer(
         "compliance-ledger",
@@ -109,17 +126,19 @@ def build_mcp(
         log_level="WARNING",
     )
     kind = transport or ("memory" if agent else "http")
+    if pending is not None:
+        mcp.middleware.append(pending.observe)
     mcp.middleware.append(ToolObserver(transport=kind, agent=agent, fallback_agent=fallback_agent, limiter=limiter))
 
     def actor(ctx: Context) -> Actor:
         if agent:
-            return Actor(agent, "mcp")
+            return actor_of(agent)
         proven = proven_for_request(getattr(ctx.request_context.request, "scope", None))
         if proven is not None:  # the HTTP front end resolved this very request's key a moment ago
             return proven.actor("mcp")
         headers: Mapping[str, str] = ctx.headers or {}
         # Without keys an MCP caller is an agent (never the administrator); with one, the key's agent and role.
-        who = ledger_call(lambda: identity_from_headers(ledger, headers, fallback_agent, fallback_role="agent"))
+        who = ledger_call(lambda: identity_from_headers(service, headers, fallback_agent, fallback_role="agent"))
         return who.actor("mcp")
 
     def session_of(session_id: str | None) -> str:
@@ -136,7 +155,7 @@ def build_mcp(
             opened()
         return session_id or default["session_id"]
 
-    tools = ToolContext(ledger, actor, session_of, optional_session)
+    tools = ToolContext(service, actor, session_of, optional_session, pending.workflow if pending else None)
     # The order clients have always listed the core tools in (tests/golden/surface.json).
     sessions.register(mcp, tools)
     memory.register(mcp, tools)

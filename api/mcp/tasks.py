@@ -107,4 +107,4 @@ def register(mcp: MCPServer, tools: ToolContext) -> None:
         who, sid = tools.actor(ctx), tools.session_of(session_id)
         return ledger_call(lambda: ledger.task_transition(who, task_id, to_status, sid))
 
-    publish_workflow(mcp, ledger.workflow)
+    publish_workflow(mcp, tools.workflow)

@@ -16,6 +16,10 @@ from ledger.workflow.decisions import TASK_ID_PATTERN as TASK_ID_PATTERN
 from ledger.workflow.decisions import TERMINAL as TERMINAL
 from ledger.workflow.decisions import Workflow as Workflow
 
+# The table itself as the node's settings name it: ``compliance-ledger mcp`` publishes its names before it opens
+# the ledger (and hands the ledger the same table).
+from ledger.workflow.table import configured_workflow as configured_workflow
+
 
 class WorkReport(BaseModel):
     """Work reported on a task through manage_task / manage_context / manage_subtask."""

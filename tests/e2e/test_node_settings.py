@@ -22,6 +22,7 @@ def cli(home: Path, url: str, *args: str, **env: str) -> subprocess.CompletedPro
     return subprocess.run(
         [sys.executable, "-m", "api", *args],
         env={**os.environ, "LEDGER_HOME": str(home), "LEDGER_DATABASE_URL": url, "COLUMNS": "250", **env},
+        stdin=subprocess.DEVNULL,  # ``mcp`` serves until its input ends (one whose ledger cannot open, too)
         capture_output=True,
         text=True,
         timeout=READY_WITHIN,
