@@ -58,18 +58,24 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 FIRST_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "task_list", "arguments": {}}}
 
 
-def answer_first_call(command: list[str], env: dict[str, str]) -> float:
-    """Seconds from exec to the answer of the first ``tools/call`` (``task_list``: it needs the ledger open), sent
-    as a client sends it: once ``initialize`` is answered, after ``notifications/initialized``. What an agent waits
-    for in all; ``mcp`` opens its ledger after the handshake, so this is the figure that must not get worse."""
-    t0 = time.perf_counter()
+def _initialized(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """Start ``command`` and send it ``initialize``; return the process and its answer's line."""
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(INITIALIZE) + "\n")
     proc.stdin.flush()
-    proc.stdout.readline()
+    return proc, proc.stdout.readline()
+
+
+def answer_first_call(command: list[str], env: dict[str, str]) -> float:
+    """Seconds from exec to the answer of the first ``tools/call`` (``task_list``: it needs the ledger open), sent
+    as a client sends it: once ``initialize`` is answered, after ``notifications/initialized``. What an agent waits
+    for in all; ``mcp`` opens its ledger after the handshake, so this is the figure that must not get worse."""
+    t0 = time.perf_counter()
+    proc, _ = _initialized(command, env)
+    assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(INITIALIZED) + "\n" + json.dumps(FIRST_CALL) + "\n")
     proc.stdin.flush()
     reply: dict[str, object] = {}
@@ -87,14 +93,9 @@ def answer_first_call(command: list[str], env: dict[str, str]) -> float:
 def answer_initialize(command: list[str], env: dict[str, str]) -> float:
     """Seconds from exec to the ``initialize`` answer on stdout."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(INITIALIZE) + "\n")
-    proc.stdin.flush()
-    line = proc.stdout.readline()
+    proc, line = _initialized(command, env)
     elapsed = time.perf_counter() - t0
+    assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.close()
     proc.stdout.close()
     proc.wait(timeout=60)
