@@ -12,6 +12,7 @@ from ledger.core.storage import RowKey, SqlEventStore
 TEST_ROW_KEY = RowKey(bytes(range(32)))
 """One fixed key: every store a test opens on one database, in any process, accepts the others' rows."""
 
+
 def insert_as_ledger(store: SqlEventStore, record: StoredRecord) -> None:
     """Insert ``record`` at the head as the ledger would have: with its authenticator (by the store's key) and its
     leaf's tree hashes in the row."""

@@ -134,7 +134,9 @@ def test_migrate_moves_a_schema_2_ledger_into_its_rows_and_keeps_its_tree(
     busy(again, 2)
     size = again.store.head()[0]
     leaf = merkle.leaf_hash(again.store.leaf_data(head))
-    merkle.verify_inclusion(head - 1, size, leaf, again.store.prove_inclusion(head - 1, size), again.store.tree_root(size))
+    merkle.verify_inclusion(
+        head - 1, size, leaf, again.store.prove_inclusion(head - 1, size), again.store.tree_root(size)
+    )
     merkle.verify_consistency(head, size, again.store.prove_consistency(head, size), root, again.store.tree_root(size))
     assert again.verify().ok
 

@@ -27,7 +27,6 @@ from ledger.core.chain import GENESIS_HASH, record_hash, verify_chain
 from ledger.core.errors import Conflict
 from ledger.core.events import MemorySearched
 from ledger.core.storage import RowKey, SqlEventStore, make_engine
-from ledger.core.tlog import merkle
 from ledger.service import Actor, Ledger
 from projections.search import SearchIndex
 from tests.conftest import LedgerFactory

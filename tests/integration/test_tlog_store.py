@@ -262,7 +262,9 @@ def test_a_proof_reads_log_n_hashes_in_one_indexed_query_at_10_and_at_10000_leav
     fresh = make_store()  # a store that never saw this tree checks its size first: still a constant
     assert _proof_cost(fresh, 10_000, warm=False)["statements"] == 2
     plan = _plan(store)
-    assert ("USING INDEX sqlite_autoindex_events" in plan) if store.dialect == "sqlite" else ("events_pkey" in plan), plan
+    assert ("USING INDEX sqlite_autoindex_events" in plan) if store.dialect == "sqlite" else ("events_pkey" in plan), (
+        plan
+    )
 
 
 def _proof_cost(store: SqlEventStore, size: int, warm: bool = True) -> dict[str, int]:
@@ -310,7 +312,9 @@ def test_a_tree_behind_the_log_refuses_appends_until_it_is_built(store: SqlEvent
 
 
 @pytest.mark.parametrize("wrong", ["leaf", "length"])
-def test_altered_tree_hashes_at_the_head_fail_closed_until_the_tree_is_rebuilt(store: SqlEventStore, wrong: str) -> None:
+def test_altered_tree_hashes_at_the_head_fail_closed_until_the_tree_is_rebuilt(
+    store: SqlEventStore, wrong: str
+) -> None:
     fill(store, sessions=2, appends=2)
     n = store.tree_size()
     disable_chain_triggers(store)  # DDL rights: the guard lets no written tree hash change

@@ -28,7 +28,8 @@ class RowKeyBound(DomainEvent):
     event carries an authenticator by it. ``vouched_through`` > 0: the ledger predates authenticators, and its
     events 1..vouched_through were authenticated at the upgrade, after their chain verified, on the operator's word
     that the log was the ledger's; 0: every event had its authenticator from the start. Once recorded, the ledger
-    never vouches for unauthenticated events again (authenticators dropped behind its back do not make it an old ledger)."""
+    never vouches for unauthenticated events again (authenticators dropped behind its back do not make it an old
+    ledger)."""
 
     type_name: ClassVar[str] = "RowKeyBound"
     texts: ClassVar[Texts] = Texts(ledger=("key_id",))

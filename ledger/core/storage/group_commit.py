@@ -34,8 +34,9 @@ from ledger.core.storage.tree import Seal, StoreTree, Tree
 class GroupCommit(StoreTree):
     """The append path of :class:`~ledger.core.storage.store.SqlEventStore` (see its docstring).
 
-    Each new row carries its authenticator and its leaf's stored hashes (:meth:`_sealing`), written with it. Before chaining after a head this store did not
-    write itself, the leader checks that head's authenticator and reads the tree's compact range for it."""
+    Each new row carries its authenticator and its leaf's stored hashes (:meth:`_sealing`), written with it.
+    Before chaining after a head this store did not write itself, the leader checks that head's authenticator and
+    reads the tree's compact range for it."""
 
     def _init_group_commit(self, clock: _clock.Clock, group_limit: int) -> None:
         """Set up the queue of appends, stamped by ``clock``; ``group_limit`` caps the appends of one group."""

@@ -198,9 +198,7 @@ class StoreReads(StoreConnection):
                 clauses.append(_META_AGENT[self.dialect] + " = ?")
                 params.append(agent)
             where = " AND ".join(clauses)
-            page = self._rows(
-                columns, where, params, limit=batch_size, after=after, hash_at=hash_at, content=content
-            )
+            page = self._rows(columns, where, params, limit=batch_size, after=after, hash_at=hash_at, content=content)
             if page:
                 yield page
             if len(page) < batch_size:

@@ -12,7 +12,6 @@ second look at the table.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,6 +78,7 @@ class Tree:
 
 
 EMPTY = Tree(0, ())
+
 
 @dataclass(frozen=True, slots=True)
 class Seal:

@@ -38,18 +38,17 @@ class _TreeCheck:
         self.pending = []
         with self.store.read_cursor() as cur:
             cur.execute(
-                self.store.sql("SELECT position, tree FROM events WHERE position > ? AND position <= ? ORDER BY position"),
+                self.store.sql(
+                    "SELECT position, tree FROM events WHERE position > ? AND position <= ? ORDER BY position"
+                ),
                 (start.size, self.tree.size),
             )
             stored = {int(p): t for p, t in cur.fetchall()}
         for leaf, want in enumerate(wanted, start.size):
             have = stored.get(leaf + 1)
             if have is None or bytes(have) != want:
-                self.problem = (
-                    leaf + 1,
-                    f"the stored tree's hashes of leaf {leaf} are {'missing' if have is None else 'not the ones the chain gives'}: "
-                    "the tree was altered",
-                )
+                what = "missing" if have is None else "not the ones the chain gives"
+                self.problem = (leaf + 1, f"the stored tree's hashes of leaf {leaf} are {what}: the tree was altered")
                 return
 
 
@@ -74,7 +73,8 @@ class StoreVerify(StoreTree):
             # events appended after ``head`` are not compared, but the tree must match the log they belong to.
             now, leaves = (
                 conn.exec_driver_sql(
-                    f"SELECT (SELECT MAX(position) FROM events WHERE position >= 1), (SELECT position FROM ({TREE_HEAD}) AS t)"
+                    "SELECT (SELECT MAX(position) FROM events WHERE position >= 1), "
+                    f"(SELECT position FROM ({TREE_HEAD}) AS t)"
                 ).one()
                 if tree and self.tlog
                 else (head, None)
