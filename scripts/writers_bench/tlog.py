@@ -124,9 +124,10 @@ _SIDE_TABLES = (
 def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str, float]:
     """What the authenticator and the leaf's hashes cost a commit on a SQLite file in each layout, outside the
     ledger's code: raw sqlite3 on the store's own events table (WAL, ``synchronous=FULL``, its indexes and
-    triggers), one row per transaction, interleaved; median µs per commit. Alone (NULL ``mac`` and ``tree``); with
-    an ``event_auth`` row and two ``tlog_hashes`` rows (schema 2's layout); with one side-table row holding both;
-    and with both in the row's own ``mac`` and ``tree`` columns (schema 3's, what the ledger writes)."""
+    triggers), one row per transaction, interleaved (each round starting with the next layout); median µs per
+    commit. Alone (NULL ``mac`` and ``tree``); with an ``event_auth`` row and two ``tlog_hashes`` rows (schema 2's
+    layout); with one side-table row holding both; and with both in the row's own ``mac`` and ``tree`` columns
+    (schema 3's, what the ledger writes)."""
     import sqlite3
 
     from ledger.core.chain import GENESIS_HASH
@@ -144,8 +145,8 @@ def measure_commit_pages(tmp: Path, rounds: int, commits: int = 500) -> dict[str
     position, prev = 0, GENESIS_HASH
     ids = 0
     times: dict[str, list[float]] = {name: [] for name in COMMIT_LAYOUTS}
-    for _ in range(rounds):
-        for name in times:
+    for r in range(rounds):
+        for name in COMMIT_LAYOUTS[r % 4 :] + COMMIT_LAYOUTS[: r % 4]:  # each round starts with the next layout
             t0 = time.perf_counter()
             for _ in range(commits):
                 position += 1
