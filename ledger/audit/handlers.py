@@ -92,10 +92,7 @@ class AuditCommands:
         if not schema.current:
             self._migrate(progress)
         else:  # a tree wiped behind the ledger's back (its rows' hashes) is derived: built again, checked as it goes
-            _, missing = store.pending_upgrade()
-            if missing:
-                with _bar(progress, "building the tree", missing) as tick:
-                    store.build_tree(tick)
+            self._build_tree(progress, store.pending_upgrade()[1])
         # The search index is derived: one built another way (another tokenizer, before provenance) is rebuilt
         # here, by init or migrate, never by a start (its build version is part of the schema's version).
         self.kernel.index.create_schema()
@@ -113,11 +110,15 @@ class AuditCommands:
             with _bar(progress, "authenticating events", unauthenticated) as tick:
                 store.authenticate_existing(LEDGER_STREAM, self._vouch, _SYSTEM, tick)
             _, missing = store.pending_upgrade()
-        if missing:
-            with _bar(progress, "building the tree", missing) as tick:
-                store.build_tree(tick)
+        self._build_tree(progress, missing)
         self.kernel.snapshots.create_schema()
         self.transparency.create_schema()
+
+    def _build_tree(self, progress: ProgressBars | None, missing: int) -> None:
+        """Add the ``missing`` leaves the tree lacks (none: nothing), with a bar from ``progress``."""
+        if missing:
+            with _bar(progress, "building the tree", missing) as tick:
+                self.kernel.store.build_tree(tick)
 
     def _bind_keys(self) -> bool:
         """Check the key files against the keys the ``ledger`` stream binds, and bind those it does not yet."""

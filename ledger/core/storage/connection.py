@@ -115,19 +115,16 @@ class StoreConnection:
             self._writer = (pid, self.engine.raw_connection())
         return self._writer[1]
 
-    def _close_held(self) -> None:
-        """Close the held write connection's database connection (the engine was disposed of)."""
+    def _drop_writer(self, *, invalidate: bool = False) -> None:
+        """Give the held write connection back to the pool (before the engine is disposed), or with
+        ``invalidate`` close its database connection (the engine was disposed of: the pool it came from is gone)."""
         writer, self._writer = self._writer, None
         if writer is not None and writer[0] == os.getpid():
             with contextlib.suppress(Exception):
-                writer[1].invalidate()
-
-    def _drop_writer(self) -> None:
-        """Give the held write connection back to the pool (before the engine is disposed)."""
-        writer, self._writer = self._writer, None
-        if writer is not None and writer[0] == os.getpid():
-            with contextlib.suppress(Exception):
-                writer[1].close()
+                if invalidate:
+                    writer[1].invalidate()
+                else:
+                    writer[1].close()
 
     def _take_write_lock(self) -> _FairFileLock | None:
         """Take the SQLite file's fair lock, if it has one; ``None`` when there is none to take."""
@@ -162,4 +159,4 @@ class StoreConnection:
 def _close_held(ref: weakref.ref[StoreConnection]) -> None:
     store = ref()
     if store is not None:
-        store._close_held()
+        store._drop_writer(invalidate=True)
